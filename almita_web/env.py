@@ -1,0 +1,151 @@
+"""Small, loud readers for environment variables.
+
+Every reader names the variable in its error, so a typo in deployment stops start-up with a
+message that says exactly what to fix instead of running with a silently wrong default.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str = "", environ: dict | None = None) -> str:
+    environ = os.environ if environ is None else environ
+    return environ.get(name, default)
+
+
+def env_bool(name: str, default: bool, environ: dict | None = None) -> bool:
+    environ = os.environ if environ is None else environ
+    raw = environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use one of true/false, 1/0, yes/no, on/off")
+
+
+def env_int(name: str, default: int, environ: dict | None = None, minimum: int | None = None) -> int:
+    environ = os.environ if environ is None else environ
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}")
+    return value
+
+
+def env_float(name: str, default: float, environ: dict | None = None, minimum: float | None = None) -> float:
+    environ = os.environ if environ is None else environ
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}")
+    return value
+
+
+def env_list(name: str, default: list[str], environ: dict | None = None) -> list[str]:
+    environ = os.environ if environ is None else environ
+    raw = environ.get(name)
+    if raw is None:
+        return list(default)
+    items = [item.strip() for item in raw.split(",")]
+    if any(not item for item in items):
+        raise ImproperlyConfigured(f"{name}={raw!r} has an empty entry; use a comma-separated list")
+    return items
+
+
+def database_from_url(url: str, base_dir: Path, name: str = "DATABASE_URL") -> dict:
+    """Turn `sqlite:///path` or `postgres://user:pw@host:port/db` into a Django DATABASES entry."""
+    parsed = urlparse(url)
+    scheme = parsed.scheme
+    if scheme == "sqlite":
+        # sqlite:///relative/path or sqlite:////absolute/path
+        raw_path = unquote(url[len("sqlite://"):])
+        if raw_path.startswith("/") and not raw_path.startswith("//"):
+            raw_path = raw_path[1:]
+        elif raw_path.startswith("//"):
+            raw_path = raw_path[1:]
+        if not raw_path:
+            raise ImproperlyConfigured(f"{name}={url!r} has no database file path")
+        path = Path(raw_path)
+        if not path.is_absolute():
+            path = base_dir / path
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(path),
+            # IMMEDIATE makes every atomic block take SQLite's write lock up front, so two
+            # annotators can never both read "one review still needed" and both claim the item.
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 30,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+            "TEST": {"NAME": str(path.with_name(f"test_{path.name}"))},
+        }
+    if scheme in ("postgres", "postgresql", "pgsql"):
+        db_name = unquote(parsed.path.lstrip("/"))
+        if not db_name:
+            raise ImproperlyConfigured(f"{name}={url!r} names no database (postgres://user@host:port/NAME)")
+        options = dict(parse_qsl(parsed.query))
+        try:
+            port = parsed.port
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}={url!r} has a bad port") from None
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": db_name,
+            "USER": unquote(parsed.username or ""),
+            "PASSWORD": unquote(parsed.password or ""),
+            "HOST": parsed.hostname or "",
+            "PORT": str(port or ""),
+            "OPTIONS": options,
+            "CONN_MAX_AGE": 0,
+        }
+    raise ImproperlyConfigured(f"{name}={url!r}: unsupported scheme {scheme!r}; use sqlite:/// or postgres://")
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    url: str
+    transport_options: dict
+
+
+def broker_from_url(url: str, var_dir: Path, name: str = "CELERY_BROKER_URL") -> BrokerConfig:
+    """The default `filesystem://` broker needs no server: kombu passes messages as files in var/."""
+    scheme = urlparse(url).scheme
+    if scheme == "filesystem":
+        queue_dir = var_dir / "broker" / "queue"
+        processed_dir = var_dir / "broker" / "processed"
+        return BrokerConfig(
+            url="filesystem://",
+            transport_options={
+                "data_folder_in": str(queue_dir),
+                "data_folder_out": str(queue_dir),
+                "processed_folder": str(processed_dir),
+                "store_processed": False,
+                # kombu polls the folder; its 1 s default would make each task wait a second.
+                "polling_interval": 0.02,
+            },
+        )
+    if scheme in ("redis", "rediss", "amqp", "memory"):
+        return BrokerConfig(url=url, transport_options={"visibility_timeout": 3600} if scheme.startswith("redis") else {})
+    raise ImproperlyConfigured(f"{name}={url!r}: unsupported broker; use filesystem:// or redis://host:port/db")

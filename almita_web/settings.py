@@ -1,0 +1,175 @@
+"""Almita Studio settings: one file, every value from the environment, loud on bad values.
+
+Defaults give the embedded setup (SQLite under var/, a filesystem Celery broker, no LLM
+endpoint), so `manage.py runserver` works on a fresh clone with nothing configured.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from almita_web.env import (
+    broker_from_url,
+    database_from_url,
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("ALMITA_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (set DEBUG=true for local work)")
+    SECRET_KEY = "insecure-local-development-key-only-used-with-DEBUG-on"
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "generation",
+    "curation",
+    "evaluation",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "almita_web.urls"
+WSGI_APPLICATION = "almita_web.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "almita_web.roles.roles_context",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": database_from_url(env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'almita.sqlite3'}"), BASE_DIR),
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+X_FRAME_OPTIONS = "DENY"
+
+# --- Celery -------------------------------------------------------------------------------
+_broker = broker_from_url(env_str("CELERY_BROKER_URL", "filesystem://"), VAR_DIR)
+CELERY_BROKER_URL = _broker.url
+CELERY_BROKER_TRANSPORT_OPTIONS = _broker.transport_options
+# Results and progress live on model rows; no result backend is needed.
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+# A task is acknowledged only once it finished, so a worker killed mid-task leaves the message
+# on the broker and a restarted worker runs it again; tasks are idempotent by construction.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- LLM endpoint ---------------------------------------------------------------------------
+# The key is read from the environment when a client is built and is never stored on a row.
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
+OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
+OPENAI_TIMEOUT = env_float("OPENAI_TIMEOUT", 60.0, minimum=0.1)
+LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 4, minimum=1)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 4, minimum=0)
+LLM_BACKOFF_BASE = env_float("LLM_BACKOFF_BASE", 0.5, minimum=0.0)
+LLM_CACHE = env_bool("LLM_CACHE", True)
+_default_model = env_str("LLM_MODEL", "gpt-4o")
+LLM_STAGE_MODELS = {
+    stage: env_str(f"LLM_MODEL_{stage.upper()}", _default_model)
+    for stage in ("intents", "procedures", "apis", "flowgraph", "conversation_graph", "conversations")
+}
+EVALUATION_MODEL = env_str("EVALUATION_MODEL", _default_model)
+# USD per million tokens: "model=input/output,model=input/output".
+LLM_PRICES = env_str("LLM_PRICES", "gpt-4o=2.5/10,gpt-4o-mini=0.15/0.6")
+
+# --- Curation and evaluation ----------------------------------------------------------------
+REVIEWS_PER_ITEM = env_int("REVIEWS_PER_ITEM", 2, minimum=1)
+CLAIM_MINUTES = env_int("CLAIM_MINUTES", 30, minimum=1)
+BERTSCORE_THRESHOLD = env_float("BERTSCORE_THRESHOLD", 0.55)
+
+# --- REST API ---------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Almita Studio API",
+    "DESCRIPTION": "Pipeline artifacts, reviews, jobs and releases of Almita Studio.",
+    "VERSION": "1.0.0",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        # httpx logs request lines; keep them out of INFO so no header ever reaches a log.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+    },
+}
+
+if os.environ.get("ALMITA_TESTING") == "1":
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,18 @@
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from almita_web import views
+from almita_web.admin_site import site as admin_site
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("healthz", views.healthz, name="healthz"),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin_site.urls),
+    path("generation/", include("generation.urls")),
+    path("curation/", include("curation.urls")),
+    path("datasets/", include("curation.release_urls")),
+    path("evaluation/", include("evaluation.urls")),
+    path("api/", include("almita_web.api_urls")),
+]

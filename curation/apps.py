@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CurationConfig(AppConfig):
+    name = "curation"
+    verbose_name = "Curation"

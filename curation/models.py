@@ -1,0 +1,193 @@
+"""Blind double review, adjudication, the audit log, and immutable releases.
+
+A ReviewItem stands for one reviewable artifact (procedure with its APIs, flowgraph,
+conversation graph or conversation), so the queue, reviews and resolutions work the same way
+for every stage.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class ReviewStage(models.TextChoices):
+    PROCEDURE = "procedure", "Procedure with APIs"
+    FLOWGRAPH = "flowgraph", "Flowgraph"
+    CONVERSATION_GRAPH = "conversation_graph", "Conversation graph"
+    CONVERSATION = "conversation", "Conversation"
+
+
+class Verdict(models.TextChoices):
+    ACCEPT = "accept", "Accept"
+    REJECT = "reject", "Reject"
+
+
+class ItemState(models.TextChoices):
+    OPEN = "open", "Needs reviews"
+    DISAGREEMENT = "disagreement", "Awaiting adjudication"
+    DECIDED = "decided", "Decided"
+
+
+class ReviewItem(models.Model):
+    stage = models.CharField(max_length=32, choices=ReviewStage.choices)
+    object_id = models.PositiveBigIntegerField()
+    required_reviews = models.PositiveSmallIntegerField(default=2)
+    state = models.CharField(max_length=16, choices=ItemState.choices, default=ItemState.OPEN)
+    has_warnings = models.BooleanField(default=False)
+    decision = models.CharField(max_length=8, choices=Verdict.choices, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["stage", "object_id"], name="reviewitem_unique_target"),
+            models.CheckConstraint(condition=Q(stage__in=ReviewStage.values), name="reviewitem_stage_valid"),
+            models.CheckConstraint(condition=Q(state__in=ItemState.values), name="reviewitem_state_valid"),
+            models.CheckConstraint(condition=Q(required_reviews__gte=1), name="reviewitem_needs_a_review"),
+            # A decision is recorded exactly when the item is decided.
+            models.CheckConstraint(
+                condition=(Q(state="decided") & Q(decision__in=Verdict.values) & Q(decided_at__isnull=False))
+                | (~Q(state="decided") & Q(decision="") & Q(decided_at__isnull=True)),
+                name="reviewitem_decision_iff_decided",
+            ),
+        ]
+        indexes = [models.Index(fields=["stage", "state"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_stage_display()} #{self.object_id}"
+
+
+class Claim(models.Model):
+    """An annotator holds an item until they submit, skip, or the claim expires."""
+
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="claims")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="claims")
+    claimed_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="claim_unique_item_annotator"),
+        ]
+
+
+class Skip(models.Model):
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="skips")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="skips")
+    reason = models.CharField(max_length=300)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="skip_unique_item_annotator"),
+        ]
+
+
+class Review(models.Model):
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="reviews")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="reviews")
+    verdict = models.CharField(max_length=8, choices=Verdict.choices)
+    reason_codes = models.JSONField(default=list, blank=True)
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="review_unique_item_annotator"),
+            models.CheckConstraint(condition=Q(verdict__in=Verdict.values), name="review_verdict_valid"),
+        ]
+
+    def is_blind_for(self, user) -> bool:
+        """True when `user` must not see this verdict yet (see curation.services)."""
+        from almita_web.roles import ADMIN, user_roles
+
+        if user.pk == self.annotator_id or ADMIN in user_roles(user):
+            return False
+        return not Review.objects.filter(item_id=self.item_id, annotator_id=user.pk).exists()
+
+
+class Resolution(models.Model):
+    item = models.OneToOneField(ReviewItem, on_delete=models.CASCADE, related_name="resolution")
+    adjudicator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="resolutions")
+    decision = models.CharField(max_length=8, choices=Verdict.choices)
+    note = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(decision__in=Verdict.values), name="resolution_decision_valid"),
+            models.CheckConstraint(condition=~Q(note=""), name="resolution_note_required"),
+        ]
+
+
+class AuditEvent(models.Model):
+    class Action(models.TextChoices):
+        CLAIM = "claim", "Claim"
+        SKIP = "skip", "Skip"
+        VERDICT = "verdict", "Verdict"
+        UNDO = "undo", "Undo"
+        RESOLVE = "resolve", "Resolution"
+        CASCADE = "cascade", "Cascade"
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    action = models.CharField(max_length=16, choices=Action.choices)
+    item = models.ForeignKey(ReviewItem, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit")
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+
+class ReleaseKind(models.TextChoices):
+    CURATED = "curated", "Curated (accepted items)"
+    AUTOMATIC = "automatic", "Automatic (passed automatic filters)"
+
+
+class Release(models.Model):
+    """An immutable snapshot of a curated (or automatic) dataset."""
+
+    Kind = ReleaseKind
+
+    name = models.CharField(max_length=200)
+    version = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CURATED)
+    filters = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    content_hash = models.CharField(max_length=64)
+    manifest = models.JSONField(default=dict)
+    card = models.TextField(blank=True)
+    licence = models.CharField(max_length=100, default="CC-BY-4.0")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "version"], name="release_unique_version"),
+            models.CheckConstraint(condition=Q(kind__in=ReleaseKind.values), name="release_kind_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+class ReleaseTest(models.Model):
+    """One test frozen into a release: the row's content is copied so later edits can't leak in."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="entries")
+    test_id = models.PositiveBigIntegerField()
+    conversation_id = models.PositiveBigIntegerField()
+    position = models.PositiveIntegerField()
+    data = models.JSONField()
+
+    class Meta:
+        ordering = ["conversation_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["release", "test_id"], name="releasetest_unique"),
+        ]

@@ -1,0 +1,22 @@
+from django.contrib import admin
+
+from almita_web.admin_site import RoleModelAdmin, site
+from evaluation import models as m
+
+
+@admin.register(m.Agent, site=site)
+class AgentAdmin(RoleModelAdmin):
+    list_display = ("name", "mode", "knowledge", "model", "temperature")
+    list_filter = ("mode", "knowledge")
+
+
+@admin.register(m.EvaluationRun, site=site)
+class EvaluationRunAdmin(RoleModelAdmin):
+    list_display = ("id", "agent", "release", "status", "done", "total", "created_at")
+    list_filter = ("status", "agent", "release")
+
+
+@admin.register(m.TestResult, site=site)
+class TestResultAdmin(RoleModelAdmin):
+    list_display = ("run", "entry", "predicted_type", "correct", "similarity")
+    list_filter = ("correct", "predicted_type", "run")

@@ -1,0 +1,378 @@
+"""Pipeline artifacts (paper Figure 1) and the jobs and LLM calls that produce them.
+
+Every artifact row keeps its parent (lineage), its origin, the job that produced it and its
+curation status. `key` makes writes idempotent: a job writes each artifact under a key built
+from (stage, index), so a task that runs twice overwrites instead of duplicating; an imported
+artifact is keyed by the importer's identity for it, so re-importing creates nothing new.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Origin(models.TextChoices):
+    GENERATED = "generated", "Generated"
+    IMPORTED = "imported", "Imported"
+    DERIVED = "derived", "Derived"
+
+
+class CurationStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ACCEPTED = "accepted", "Accepted"
+    REJECTED = "rejected", "Rejected"
+    EXCLUDED = "excluded", "Excluded (ancestor rejected)"
+
+
+class Stage(models.TextChoices):
+    INTENTS = "intents", "Intents"
+    PROCEDURES = "procedures", "Procedures"
+    APIS = "apis", "APIs"
+    FLOWGRAPH = "flowgraph", "Flowgraphs"
+    CONVERSATION_GRAPH = "conversation_graph", "Conversation graphs"
+    NOISE = "noise", "Noise"
+    PATHS = "paths", "Sampled paths"
+    CONVERSATIONS = "conversations", "Conversations"
+    TESTS = "tests", "Tests"
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    CANCELLING = "cancelling", "Cancelling"
+    CANCELLED = "cancelled", "Cancelled"
+    FAILED = "failed", "Failed"
+    SUCCEEDED = "succeeded", "Succeeded"
+
+
+# The one table of legal status moves; anything else raises IllegalTransition.
+JOB_TRANSITIONS: dict[str, frozenset[str]] = {
+    JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.CANCELLED, JobStatus.FAILED}),
+    JobStatus.RUNNING: frozenset({JobStatus.CANCELLING, JobStatus.FAILED, JobStatus.SUCCEEDED}),
+    JobStatus.CANCELLING: frozenset({JobStatus.CANCELLED, JobStatus.FAILED}),
+    JobStatus.CANCELLED: frozenset(),
+    JobStatus.FAILED: frozenset(),
+    JobStatus.SUCCEEDED: frozenset(),
+}
+TERMINAL_JOB_STATUSES = frozenset(s for s, nxt in JOB_TRANSITIONS.items() if not nxt)
+
+
+class IllegalTransition(Exception):
+    pass
+
+
+class GenerationJob(models.Model):
+    name = models.CharField(max_length=200, blank=True)
+    config = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    # Per-stage counters: {stage: {"generated": n, "passed": n, "discarded": {reason: n}}}.
+    counters = models.JSONField(default=dict, blank=True)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=JobStatus.values), name="job_status_valid"),
+            # A job has a finish time exactly when it is in a terminal state.
+            models.CheckConstraint(
+                condition=(
+                    Q(status__in=sorted(TERMINAL_JOB_STATUSES), finished_at__isnull=False)
+                    | (~Q(status__in=sorted(TERMINAL_JOB_STATUSES)) & Q(finished_at__isnull=True))
+                ),
+                name="job_finished_iff_terminal",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name or f"Job {self.pk}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_JOB_STATUSES
+
+    def can_transition(self, to: str) -> bool:
+        return to in JOB_TRANSITIONS[self.status]
+
+    def transition(self, to: str, *, error: str = "") -> None:
+        """Move to `to` in memory (caller saves) or raise IllegalTransition."""
+        if not self.can_transition(to):
+            raise IllegalTransition(f"job {self.pk}: {self.status} → {to} is not allowed")
+        now = timezone.now()
+        if to == JobStatus.RUNNING and self.started_at is None:
+            self.started_at = now
+        if to in TERMINAL_JOB_STATUSES:
+            self.finished_at = now
+        if error:
+            self.error = error
+        self.status = to
+
+
+class Artifact(models.Model):
+    """Fields every pipeline artifact shares."""
+
+    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.GENERATED)
+    job = models.ForeignKey(GenerationJob, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    key = models.CharField(max_length=200, blank=True, default="")
+    status = models.CharField(max_length=16, choices=CurationStatus.choices, default=CurationStatus.PENDING)
+    # Automatic validator findings kept as warnings: [{"rule", "where", "message", "severity"}].
+    validation = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(origin__in=Origin.values), name="%(app_label)s_%(class)s_origin_valid"),
+            models.CheckConstraint(
+                condition=Q(status__in=CurationStatus.values), name="%(app_label)s_%(class)s_status_valid"
+            ),
+            models.UniqueConstraint(
+                fields=["job", "key"],
+                condition=Q(job__isnull=False) & ~Q(key=""),
+                name="%(app_label)s_%(class)s_unique_job_key",
+            ),
+            models.UniqueConstraint(
+                fields=["key"],
+                condition=Q(job__isnull=True) & ~Q(key=""),
+                name="%(app_label)s_%(class)s_unique_import_key",
+            ),
+        ]
+
+
+class Intent(Artifact):
+    client = models.CharField(max_length=200)
+    issue = models.TextField()
+    name = models.CharField(max_length=200)
+
+    class Meta(Artifact.Meta):
+        pass
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.client})"
+
+
+class Procedure(Artifact):
+    intent = models.ForeignKey(Intent, on_delete=models.CASCADE, related_name="procedures")
+    title = models.CharField(max_length=300, blank=True)
+    text = models.TextField()
+
+    class Meta(Artifact.Meta):
+        pass
+
+    def __str__(self) -> str:
+        return self.title or f"Procedure {self.pk} for {self.intent.name}"
+
+
+class Api(Artifact):
+    procedure = models.ForeignKey(Procedure, on_delete=models.CASCADE, related_name="apis")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    # [{"name": str, "type": str, "required": bool, "description": str}]
+    parameters = models.JSONField(default=list, blank=True)
+    output_name = models.CharField(max_length=200, default="result")
+    output_type = models.CharField(max_length=200, default="dict")
+
+    class Meta(Artifact.Meta):
+        constraints = Artifact.Meta.constraints + [
+            models.UniqueConstraint(fields=["procedure", "name"], name="api_unique_name_per_procedure"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Flowgraph(Artifact):
+    procedure = models.ForeignKey(Procedure, on_delete=models.CASCADE, related_name="flowgraphs")
+    # {"kind", "nodes": [...], "edges": [...]} as written by generation.pipeline.formats.graph_to_json
+    data = models.JSONField(default=dict)
+    text = models.TextField(blank=True, help_text="The bracket-format text the graph was parsed from")
+    svg = models.TextField(blank=True, editable=False)
+
+    class Meta(Artifact.Meta):
+        pass
+
+    def __str__(self) -> str:
+        return f"Flowgraph {self.pk}"
+
+
+class ConversationGraph(Artifact):
+    class Mode(models.TextChoices):
+        DETERMINISTIC = "deterministic", "Deterministic converter"
+        LLM = "llm", "LLM (prompt A.5)"
+
+    flowgraph = models.ForeignKey(Flowgraph, on_delete=models.CASCADE, related_name="conversation_graphs")
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.DETERMINISTIC)
+    data = models.JSONField(default=dict)
+    text = models.TextField(blank=True)
+    noise_rate = models.FloatField(default=0.0)
+    # Kinds of the noise nodes in `data` (each noise node carries its own kind too).
+    noise_kinds = models.JSONField(default=list, blank=True)
+    svg = models.TextField(blank=True, editable=False)
+
+    class Meta(Artifact.Meta):
+        constraints = Artifact.Meta.constraints + [
+            models.CheckConstraint(condition=Q(noise_rate__gte=0) & Q(noise_rate__lte=1), name="cg_noise_rate_range"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Conversation graph {self.pk}"
+
+
+class SampledPath(Artifact):
+    conversation_graph = models.ForeignKey(ConversationGraph, on_delete=models.CASCADE, related_name="paths")
+    node_ids = models.JSONField(default=list)
+    sampler = models.CharField(max_length=32, default="algorithm1")
+    seed = models.BigIntegerField(default=0)
+    index = models.PositiveIntegerField(default=0)
+
+    class Meta(Artifact.Meta):
+        pass
+
+    def __str__(self) -> str:
+        return f"Path {self.pk}: {' → '.join(self.node_ids)}"
+
+
+class MessageRole(models.TextChoices):
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant"
+    API = "api", "API call"
+    API_OUTPUT = "api_output", "API output"
+
+
+class Conversation(Artifact):
+    class Mode(models.TextChoices):
+        OFFLINE = "offline", "Offline realisation"
+        LLM = "llm", "LLM (prompt A.6)"
+        PROCEDURE = "procedure", "LLM from procedure (A.7 ablation)"
+
+    path = models.ForeignKey(SampledPath, null=True, blank=True, on_delete=models.CASCADE, related_name="conversations")
+    # A.7 conversations come straight from a procedure, without a graph or path.
+    procedure = models.ForeignKey(Procedure, on_delete=models.CASCADE, related_name="conversations")
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.OFFLINE)
+    # [{"role": "user"|"assistant"|"api"|"api_output", "content": str}]
+    messages = models.JSONField(default=list)
+    noise_kinds = models.JSONField(default=list, blank=True)
+
+    class Meta(Artifact.Meta):
+        pass
+
+    def __str__(self) -> str:
+        return f"Conversation {self.pk}"
+
+
+class Test(Artifact):
+    class ExpectedType(models.TextChoices):
+        REPLY = "reply", "Reply"
+        API_CALL = "api_call", "API call"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="tests")
+    position = models.PositiveIntegerField(help_text="Index of the expected message in the conversation")
+    context = models.JSONField(default=list)
+    expected_type = models.CharField(max_length=16, choices=ExpectedType.choices)
+    expected_text = models.TextField(blank=True)
+    expected_api_name = models.CharField(max_length=200, blank=True)
+    expected_parameters = models.JSONField(default=dict, blank=True)
+
+    class Meta(Artifact.Meta):
+        ordering = ["conversation_id", "position"]
+        constraints = Artifact.Meta.constraints + [
+            models.UniqueConstraint(fields=["conversation", "position"], name="test_unique_position"),
+            models.CheckConstraint(
+                condition=(
+                    Q(expected_type="reply", expected_api_name="")
+                    | (Q(expected_type="api_call") & ~Q(expected_api_name=""))
+                ),
+                name="test_expected_shape",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Test {self.pk} (conversation {self.conversation_id} @ {self.position})"
+
+    @property
+    def expected(self) -> dict:
+        if self.expected_type == self.ExpectedType.API_CALL:
+            return {"type": "api_call", "name": self.expected_api_name, "parameters": self.expected_parameters}
+        return {"type": "reply", "content": self.expected_text}
+
+
+class StageProgress(models.Model):
+    """Live progress of one stage of one job; updated with F() increments by tasks."""
+
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="progress")
+    stage = models.CharField(max_length=32, choices=Stage.choices)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    passed = models.PositiveIntegerField(default=0)
+    discarded = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "stage"], name="progress_unique_job_stage"),
+            models.CheckConstraint(condition=Q(stage__in=Stage.values), name="progress_stage_valid"),
+        ]
+
+
+class Discard(models.Model):
+    """An item that an automatic filter threw away, with the reason (paper Table 1 rows)."""
+
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="discards")
+    stage = models.CharField(max_length=32, choices=Stage.choices)
+    key = models.CharField(max_length=200)
+    reason = models.CharField(max_length=100)
+    detail = models.TextField(blank=True)
+    example = models.TextField(blank=True, help_text="The offending output, truncated")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "stage", "key"], name="discard_unique_job_stage_key"),
+        ]
+
+
+class LLMOutcome(models.TextChoices):
+    OK = "ok", "OK"
+    CACHED = "cached", "Cache hit"
+    RETRIED = "retried", "Transient error, retried"
+    ERROR = "error", "Failed"
+
+
+class LLMCall(models.Model):
+    Outcome = LLMOutcome
+
+    job = models.ForeignKey(GenerationJob, null=True, blank=True, on_delete=models.CASCADE, related_name="llm_calls")
+    stage = models.CharField(max_length=32)
+    key = models.CharField(max_length=200, blank=True)
+    attempt = models.PositiveSmallIntegerField(default=1)
+    model = models.CharField(max_length=200)
+    template = models.CharField(max_length=100, blank=True)
+    template_version = models.CharField(max_length=20, blank=True)
+    prompt_hash = models.CharField(max_length=64, db_index=True)
+    request = models.JSONField(default=dict)
+    response = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.OK)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(outcome__in=LLMOutcome.values), name="llmcall_outcome_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.stage} {self.model} ({self.outcome})"

@@ -1,0 +1,155 @@
+"""Shared fixtures: personas for every role, and a real Celery worker process."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+
+from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, assign_roles
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+PASSWORD = "pw-for-tests-1"
+
+
+def make_user(username: str, *roles: str) -> User:
+    user = User.objects.create_user(username=username, password=PASSWORD)
+    assign_roles(user, roles)
+    return user
+
+
+@pytest.fixture
+def annotator_a(db) -> User:
+    return make_user("annotator_a", ANNOTATOR)
+
+
+@pytest.fixture
+def annotator_b(db) -> User:
+    return make_user("annotator_b", ANNOTATOR)
+
+
+@pytest.fixture
+def adjudicator(db) -> User:
+    return make_user("adjudicator", ADJUDICATOR)
+
+
+@pytest.fixture
+def researcher(db) -> User:
+    return make_user("researcher", RESEARCHER)
+
+
+@pytest.fixture
+def admin_user(db) -> User:
+    return make_user("admin", ADMIN)
+
+
+@pytest.fixture
+def outsider(db) -> User:
+    """Logged in, but holds no role."""
+    return make_user("outsider")
+
+
+@pytest.fixture
+def personas(annotator_a, annotator_b, adjudicator, researcher, admin_user, outsider) -> dict[str, User]:
+    return {
+        "annotator": annotator_a,
+        "annotator_b": annotator_b,
+        "adjudicator": adjudicator,
+        "researcher": researcher,
+        "admin": admin_user,
+        "outsider": outsider,
+    }
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is not present beside the checkout")
+    return SHARED_DATA
+
+
+def database_url_for_subprocess() -> str:
+    """A DATABASE_URL pointing a child process at the database the tests are using now."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        name = s["NAME"]
+        if name == ":memory:" or "mode=memory" in str(name):
+            raise RuntimeError("a worker process needs a file-based SQLite test database")
+        return f"sqlite:///{name}" if str(name).startswith("/") else f"sqlite:///{REPO / name}"
+    if connection.vendor == "postgresql":
+        auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
+        return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    raise RuntimeError(f"unsupported database vendor {connection.vendor}")
+
+
+class WorkerProcess:
+    def __init__(self, env: dict[str, str], log_path: Path, concurrency: int = 4) -> None:
+        self.env = env
+        self.log_path = log_path
+        self.concurrency = concurrency
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "WorkerProcess":
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "almita_web", "worker", "--loglevel=INFO",
+             "--pool=threads", f"--concurrency={self.concurrency}", "--without-gossip",
+             "--without-mingle", "--without-heartbeat"],
+            cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: the worker gets no chance to ack or clean up."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+@pytest.fixture
+def celery_worker_factory(transactional_db, tmp_path):
+    """Start real `celery worker` processes on the configured broker and the test database."""
+    workers: list[WorkerProcess] = []
+
+    def factory(extra_env: dict[str, str] | None = None, concurrency: int = 4) -> WorkerProcess:
+        env = dict(os.environ)
+        env["DATABASE_URL"] = database_url_for_subprocess()
+        env["ALMITA_VAR_DIR"] = str(settings.VAR_DIR)
+        env.setdefault("CELERY_BROKER_URL", os.environ.get("CELERY_BROKER_URL", "filesystem://"))
+        env.update(extra_env or {})
+        worker = WorkerProcess(env, tmp_path / f"worker{len(workers)}.log", concurrency).start()
+        workers.append(worker)
+        return worker
+
+    yield factory
+    for worker in workers:
+        worker.stop()
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
