@@ -1,0 +1,310 @@
+"""API (tool) specifications and the parsers for the shapes they arrive in.
+
+Accepted inputs of :func:`parse_api_list`:
+
+* the paper's A.3 shape ``{"apis": [{"name", "desc", "params", "output"}]}`` where ``params`` is
+  ``[{"name": "order_id"}]`` or ``[{"order_id": "int"}]`` and ``output`` is ``{"name", "type"}`` or a
+  bare type string;
+* OpenAI function-calling tools ``[{"type": "function", "function": {...json schema...}}]``
+  (tau-bench's tools.json) and the unwrapped ``{"name", "description", "parameters"}`` form
+  (tau2-bench, optionally with ``returns``);
+* FlowBench-style tool lists ``[{"name", "description", "input_parameters": {p: {"type",
+  "description", "required"}}, "output_parameters": {...}}]`` (also under the keys
+  ``"Input parameters"`` / ``"Output parameters"``) and the plain-text listing of its appendix
+  (``API: name`` / ``Input parameters: {...}``) via :func:`parse_api_text`;
+* a STAR api file ``{"function", "input": [{"Name", "Type"}], "output": [...], "required": [...]}``.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ApiFormatError(ValueError):
+    """An API list could not be understood; the message names the item index and field."""
+
+
+@dataclass
+class ParamSpec:
+    name: str
+    type: str = "str"
+    required: bool = True
+    description: str = ""
+
+
+@dataclass
+class ApiSpec:
+    name: str
+    description: str = ""
+    params: list[ParamSpec] = field(default_factory=list)
+    output_name: str = "result"
+    output_type: str = "dict"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ApiSpec":
+        """Build from the paper's dict shape (the inverse of :func:`api_to_dict`)."""
+        return _parse_item(data, 0)
+
+    def param(self, name: str) -> ParamSpec | None:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+
+def api_to_dict(api: ApiSpec) -> dict[str, Any]:
+    """The paper's A.3 shape, extended with type/required/description per parameter."""
+    return {
+        "name": api.name,
+        "desc": api.description,
+        "params": [
+            {"name": p.name, "type": p.type, "required": p.required, "description": p.description}
+            for p in api.params
+        ],
+        "output": {"name": api.output_name, "type": api.output_type},
+    }
+
+
+# JSON-schema / STAR / FlowBench type words mapped onto the Python typing names used by the paper.
+_TYPE_WORDS = {
+    "string": "str", "str": "str", "shortstring": "str", "longstring": "str",
+    "categorical": "str", "text": "str", "date": "str", "datetime": "str", "time": "str",
+    "integer": "int", "int": "int", "number": "float", "float": "float", "double": "float",
+    "boolean": "bool", "bool": "bool", "array": "list", "list": "list", "object": "dict",
+    "dict": "dict", "null": "None", "any": "Any",
+}
+
+
+def normalise_type(raw: Any) -> str:
+    """Map a type word from any supported source onto a Python typing expression."""
+    if raw is None:
+        return "Any"
+    if isinstance(raw, list):  # JSON schema allows ["string", "null"]
+        parts = [normalise_type(r) for r in raw]
+        return " | ".join(parts)
+    text = str(raw).strip()
+    if not text:
+        return "Any"
+    return _TYPE_WORDS.get(text.lower(), text)
+
+
+def _schema_type(schema: dict[str, Any]) -> str:
+    """Python typing expression for a JSON-schema fragment."""
+    if not isinstance(schema, dict):
+        return "Any"
+    if "anyOf" in schema or "oneOf" in schema:
+        options = [_schema_type(s) for s in schema.get("anyOf", schema.get("oneOf", []))]
+        return " | ".join(options) if options else "Any"
+    t = schema.get("type")
+    if isinstance(t, list):
+        return " | ".join(_schema_type({**schema, "type": x}) for x in t)
+    if t == "array":
+        items = schema.get("items")
+        return f"list[{_schema_type(items)}]" if isinstance(items, dict) and items else "list"
+    if t == "object":
+        return "dict"
+    return normalise_type(t)
+
+
+def _params_from_schema(schema: Any, index: int, field_name: str) -> list[ParamSpec]:
+    if schema in (None, {}):
+        return []
+    if not isinstance(schema, dict):
+        raise ApiFormatError(f"item {index}: field '{field_name}' must be a JSON-schema object")
+    props = schema.get("properties", {})
+    if not isinstance(props, dict):
+        raise ApiFormatError(f"item {index}: field '{field_name}.properties' must be an object")
+    required = set(schema.get("required", []) or [])
+    return [
+        ParamSpec(
+            name=str(pname),
+            type=_schema_type(pschema if isinstance(pschema, dict) else {}),
+            required=pname in required,
+            description=str((pschema or {}).get("description", "")) if isinstance(pschema, dict) else "",
+        )
+        for pname, pschema in props.items()
+    ]
+
+
+def _params_from_flowbench(mapping: Any, index: int, field_name: str) -> list[ParamSpec]:
+    """FlowBench lists parameters as ``{name: {"type", "description", "required"}}``."""
+    if mapping in (None, {}):
+        return []
+    if not isinstance(mapping, dict):
+        raise ApiFormatError(f"item {index}: field '{field_name}' must be an object of parameters")
+    if "properties" in mapping:  # a JSON schema slipped in under the FlowBench key
+        return _params_from_schema(mapping, index, field_name)
+    out = []
+    for pname, spec in mapping.items():
+        spec = spec if isinstance(spec, dict) else {"type": spec}
+        out.append(ParamSpec(
+            name=str(pname),
+            type=normalise_type(spec.get("type", "str")),
+            required=bool(spec.get("required", True)),
+            description=str(spec.get("description", "")),
+        ))
+    return out
+
+
+def _params_from_paper(params: Any, index: int) -> list[ParamSpec]:
+    if params is None:
+        return []
+    if isinstance(params, dict):  # {"order_id": "int", ...} written as one object
+        params = [{k: v} for k, v in params.items()]
+    if not isinstance(params, list):
+        raise ApiFormatError(f"item {index}: field 'params' must be a list")
+    out: list[ParamSpec] = []
+    for j, p in enumerate(params):
+        where = f"item {index}: field 'params[{j}]'"
+        if isinstance(p, str):
+            out.append(ParamSpec(name=p))
+        elif isinstance(p, dict) and "name" in p:
+            if not isinstance(p["name"], str) or not p["name"].strip():
+                raise ApiFormatError(f"{where}.name must be a non-empty string")
+            out.append(ParamSpec(
+                name=p["name"].strip(),
+                type=normalise_type(p.get("type", "str")),
+                required=bool(p.get("required", True)),
+                description=str(p.get("description", p.get("desc", ""))),
+            ))
+        elif isinstance(p, dict) and len(p) == 1:  # the A.6 shape {"order_id": "int"}
+            (pname, ptype), = p.items()
+            out.append(ParamSpec(name=str(pname), type=normalise_type(ptype)))
+        else:
+            raise ApiFormatError(f"{where} must be {{'name': ...}} or {{param: type}}")
+    return out
+
+
+def _parse_output(output: Any, index: int) -> tuple[str, str]:
+    if output is None:
+        return "result", "dict"
+    if isinstance(output, str):
+        return "result", normalise_type(output)
+    if isinstance(output, dict):
+        if "type" in output or "name" in output:
+            return str(output.get("name") or "result"), normalise_type(output.get("type", "dict"))
+        if len(output) == 1:  # {"sent_status": "list[str]"}
+            (oname, otype), = output.items()
+            return str(oname), normalise_type(otype if isinstance(otype, str) else "dict")
+        return "result", "dict"
+    if isinstance(output, list):  # STAR / FlowBench style list of output fields -> a dict
+        return "result", "dict"
+    raise ApiFormatError(f"item {index}: field 'output' must be an object or a type string")
+
+
+def _parse_item(item: Any, index: int) -> ApiSpec:
+    if not isinstance(item, dict):
+        raise ApiFormatError(f"item {index}: expected an object, got {type(item).__name__}")
+    if item.get("type") == "function" and "function" in item:  # OpenAI tool wrapper
+        inner = item["function"]
+        if not isinstance(inner, dict):
+            raise ApiFormatError(f"item {index}: field 'function' must be an object")
+        return _parse_item(inner, index)
+    if "function" in item and "input" in item:  # STAR api description
+        return _parse_star(item, index)
+    name = item.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ApiFormatError(f"item {index}: field 'name' is missing or not a non-empty string")
+    name = name.strip()
+    description = str(item.get("desc", item.get("description", "")) or "")
+    if "parameters" in item and isinstance(item["parameters"], dict) and (
+        "properties" in item["parameters"] or item["parameters"].get("type") == "object"
+    ):
+        params = _params_from_schema(item["parameters"], index, "parameters")
+        returns = item.get("returns")
+        otype = "dict"
+        if isinstance(returns, dict):
+            otype = normalise_type(returns.get("python_type") or returns.get("type") or "dict")
+        return ApiSpec(name, description, params, "result", otype)
+    for key in ("input_parameters", "Input parameters", "inputs"):
+        if key in item:
+            params = _params_from_flowbench(item[key], index, key)
+            return ApiSpec(name, description, params, "result", "dict")
+    params = _params_from_paper(item.get("params", item.get("parameters")), index)
+    oname, otype = _parse_output(item.get("output"), index)
+    return ApiSpec(name, description, params, oname, otype)
+
+
+_STAR_TYPES = {"integer": "int", "boolean": "bool", "float": "float"}
+
+
+def _parse_star(item: dict[str, Any], index: int) -> ApiSpec:
+    inputs = item.get("input")
+    if not isinstance(inputs, list):
+        raise ApiFormatError(f"item {index}: field 'input' must be a list")
+    required = set(item.get("required") or [])
+    params = []
+    for j, p in enumerate(inputs):
+        if not isinstance(p, dict) or not isinstance(p.get("Name"), str):
+            raise ApiFormatError(f"item {index}: field 'input[{j}].Name' is missing")
+        params.append(ParamSpec(
+            name=p["Name"],
+            type=_STAR_TYPES.get(str(p.get("Type", "")).lower(), "str"),
+            # STAR lists mandatory inputs in "required"; an empty list means every input is optional.
+            required=p["Name"] in required,
+            description=str(p.get("ReadableName", "")),
+        ))
+    return ApiSpec(str(item["function"]), str(item.get("description", "")), params, "result", "dict")
+
+
+def parse_api_list(data: Any) -> list[ApiSpec]:
+    """Parse any supported API-list shape (see module docstring) into :class:`ApiSpec` objects."""
+    if isinstance(data, (str, bytes)):
+        return parse_api_text(data.decode() if isinstance(data, bytes) else data)
+    if isinstance(data, dict):
+        if "apis" in data:
+            items = data["apis"]
+            if not isinstance(items, list):
+                raise ApiFormatError("field 'apis' must be a list")
+        elif "tools" in data and isinstance(data["tools"], list):
+            items = data["tools"]
+        elif "function" in data and "input" in data:
+            items = [data]
+        elif not data:
+            items = []  # A.3 allows an empty JSON when a procedure has no actions
+        else:
+            items = [data]
+    elif isinstance(data, list):
+        items = data
+    else:
+        raise ApiFormatError(f"expected a list or an object, got {type(data).__name__}")
+    apis = [_parse_item(item, i) for i, item in enumerate(items)]
+    seen: dict[str, int] = {}
+    for i, api in enumerate(apis):
+        if api.name in seen:
+            raise ApiFormatError(f"item {i}: field 'name' repeats '{api.name}' (item {seen[api.name]})")
+        seen[api.name] = i
+    return apis
+
+
+_TEXT_BLOCK = re.compile(r"^\s*API:\s*(?P<name>\S+)\s*$", re.MULTILINE)
+
+
+def parse_api_text(text: str) -> list[ApiSpec]:
+    """Parse JSON text, or FlowBench's plain-text tool listing (``API: name`` blocks)."""
+    stripped = text.strip()
+    if stripped.startswith(("{", "[")):
+        try:
+            return parse_api_list(json.loads(stripped))
+        except json.JSONDecodeError as exc:
+            raise ApiFormatError(f"invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+    starts = list(_TEXT_BLOCK.finditer(text))
+    if not starts:
+        raise ApiFormatError("no API found: expected JSON or 'API: name' blocks")
+    apis = []
+    for i, m in enumerate(starts):
+        block = text[m.end(): starts[i + 1].start() if i + 1 < len(starts) else len(text)]
+        desc = re.search(r"API\s+Desc\w*:\s*(.*)", block)
+        inputs = re.search(r"Input parameters:\s*(\{.*\})", block)
+        try:
+            params = json.loads(inputs.group(1)) if inputs else {}
+        except json.JSONDecodeError as exc:
+            raise ApiFormatError(f"item {i}: field 'Input parameters' is not JSON: {exc.msg}") from exc
+        apis.append(ApiSpec(
+            name=m.group("name"),
+            description=desc.group(1).strip() if desc else "",
+            params=_params_from_flowbench(params, i, "Input parameters"),
+        ))
+    return apis

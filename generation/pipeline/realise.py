@@ -1,0 +1,257 @@
+"""Conversations from conversation-graph paths: offline realisation and the LLM prompt (A.6).
+
+Offline realisation (no LLM) turns a path into messages:
+
+* the path's first assistant node (the greeting) is skipped because a conversation opens with the
+  customer explaining the problem (A.6);
+* user and assistant text come from node descriptions;
+* before the agent calls an API, the user message that precedes the call states every parameter
+  value the call needs and nobody has said yet; values are synthesised from the parameter name and
+  type, seeded, and reused for the whole conversation, so each value is grounded;
+* api messages are ``name(param=value, ...)`` calls and api_output messages are JSON
+  ``{output_name: value}`` of the declared output type, whose value agrees with the outcome label
+  of the edge the path takes (a "not found" edge yields false / an empty list / no result).
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+from typing import Any
+
+import networkx as nx
+
+from .apis import ApiSpec, api_to_dict
+from .extract import format_api_call
+from .formats import write_graph_text
+from .typecheck import parse_type
+
+_FIRST = ["Maria", "James", "Aiko", "Tomasz", "Fatima", "Lucas", "Priya", "Owen", "Sofia", "Kwame"]
+_LAST = ["Lopez", "Carter", "Tanaka", "Nowak", "Haddad", "Silva", "Raman", "Byrne", "Rossi", "Mensah"]
+_CITIES = ["Lisbon", "Denver", "Osaka", "Krakow", "Nairobi", "Toronto", "Porto", "Austin"]
+_STREETS = ["Maple Avenue", "Harbour Road", "Elm Street", "Kingsway", "Riverside Drive"]
+_WORDS = ["amber", "cedar", "harbor", "maple", "orbit", "summit", "willow", "granite"]
+_NEGATIVE = re.compile(
+    r"\b(not|no|none|fail\w*|error|invalid|unavailable|denied|declin\w*|reject\w*|missing|"
+    r"unable|cannot|can't|incorrect|wrong|mismatch\w*|expired|insufficient|unsuccessful|"
+    r"locked|suspended|empty|unknown)\b|n't\b",
+    re.IGNORECASE,
+)
+
+
+def is_negative_outcome(label: str) -> bool:
+    """Does an api out-edge label describe a failure ("Order not Found", "Failed")?"""
+    return bool(_NEGATIVE.search(label or ""))
+
+
+def _human(name: str) -> str:
+    """order_id -> "order ID", DateOfBirth -> "date of birth"."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").strip().lower()
+    return re.sub(r"\bid\b", "ID", spaced)
+
+
+def synthesise_value(name: str, type_expr: str, rng: random.Random) -> Any:
+    """A realistic value for a parameter, guided by its name first and its type second."""
+    try:
+        head, args = parse_type(type_expr)
+    except ValueError:
+        head, args = "str", []
+    if head == "union":
+        non_none = [a for a in args if a[0] != "none"]
+        head, args = non_none[0] if non_none else ("str", [])
+    low = name.lower()
+    if head == "bool":
+        return True
+    if head in ("list", "set", "tuple", "sequence"):
+        inner = args[0] if args else ("str", [])
+        inner_expr = inner[0] if not inner[1] else "str"
+        return [synthesise_value(name.rstrip("s"), inner_expr, rng)]
+    if head in ("int",):
+        if "year" in low:
+            return rng.randint(1950, 2005)
+        if any(k in low for k in ("count", "number_of", "num", "quantity", "guests", "size")):
+            return rng.randint(2, 8)
+        return rng.randint(1000, 99999)
+    if head == "float":
+        return round(rng.uniform(10, 500), 2)
+    first, last = rng.choice(_FIRST), rng.choice(_LAST)
+    if "email" in low:
+        return f"{first.lower()}.{last.lower()}{rng.randint(1, 99)}@mailbox.org"
+    if "phone" in low:
+        return f"+1 415 555 {rng.randint(1000, 9999)}"
+    if "name" in low and ("first" in low):
+        return first
+    if "name" in low and ("last" in low or "maiden" in low or "surname" in low):
+        return last
+    if low.endswith("name") or low in ("name", "full_name", "customer", "guest"):
+        return f"{first} {last}"
+    if "date" in low or "day" in low or "dob" in low or "birth" in low:
+        return f"20{rng.randint(24, 26)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+    if "time" in low:
+        return f"{rng.randint(8, 20):02d}:{rng.choice(['00', '15', '30', '45'])}"
+    if "city" in low or "location" in low or "destination" in low or "departure" in low:
+        return rng.choice(_CITIES)
+    if "address" in low or "street" in low:
+        return f"{rng.randint(3, 250)} {rng.choice(_STREETS)}"
+    if "zip" in low or "postcode" in low:
+        return f"{rng.randint(10000, 99999)}"
+    if "pin" in low or "code" in low or "password" in low:
+        return f"{rng.randint(1000, 9999)}"
+    if low.endswith("id") or "number" in low or low.endswith("_no"):
+        return f"{rng.choice('ABCDEFGHJKLMNPRSTUVWXYZ')}{rng.randint(100000, 999999)}"
+    return f"{rng.choice(_WORDS)}-{rng.randint(10, 99)}"
+
+
+def _say(name: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return f"Yes, {_human(name)}."
+    if isinstance(value, list):
+        value = ", ".join(str(v) for v in value)
+    return f"My {_human(name)} is {value}."
+
+
+def _output_value(api: ApiSpec, label: str, known: dict[str, Any], rng: random.Random) -> Any:
+    negative = is_negative_outcome(label)
+    try:
+        head, args = parse_type(api.output_type)
+    except ValueError:
+        head, args = "dict", []
+    if head == "union":
+        if negative and any(a[0] == "none" for a in args):
+            return None
+        non_none = [a for a in args if a[0] != "none"]
+        head, args = non_none[0] if non_none else ("none", [])
+    if head == "none":
+        return None
+    if head == "bool":
+        return not negative
+    if head in ("int", "float"):
+        return 0 if negative else rng.randint(1, 500)
+    if head == "str":
+        return label or ("failure" if negative else "success")
+    if head in ("list", "set", "tuple", "sequence"):
+        if negative:
+            return []
+        inner = args[0] if args else ("str", [])
+        if inner[0] in ("dict", "mapping") or inner[0] not in ("str", "int", "float", "bool"):
+            return [{"status": label or "ok"}]
+        return [synthesise_value(api.output_name, inner[0], rng)]
+    # dict or a domain object: report the outcome and echo the identifiers the call used.
+    value: dict[str, Any] = {"status": label or ("failure" if negative else "success")}
+    if not negative:
+        for p in api.params:
+            if p.name in known and isinstance(known[p.name], (str, int, float)):
+                value[p.name] = known[p.name]
+    try:
+        if head == "dict" and len(args) == 2 and args[1][0] != "str":
+            return {}
+    except IndexError:
+        pass
+    return value
+
+
+def realise_conversation(g: nx.DiGraph, path: list[Any], apis: list[ApiSpec],
+                         seed: int = 0) -> list[dict[str, str]]:
+    """Offline conversation for one conversation-graph path (see the module docstring)."""
+    if g.graph.get("kind") not in (None, "conversation"):
+        raise ValueError("realise_conversation needs a conversation graph; convert the flowgraph first")
+    if not path:
+        raise ValueError("empty path")
+    rng = random.Random(seed)
+    by_name = {a.name: a for a in apis}
+    known: dict[str, Any] = {}
+    types = [g.nodes[n]["type"] for n in path]
+    messages: list[dict[str, str]] = []
+    start = 1 if types[0] == "assistant" else 0
+
+    failed: set[str] = set()  # APIs whose last call took a failure branch
+
+    def needed_after(i: int) -> list[tuple[str, str, bool]]:
+        """Parameters of the API calls between path position i and the next user turn, with
+        whether the user should give fresh values (a retry after a failed call)."""
+        out = []
+        for j in range(i + 1, len(path)):
+            if types[j] == "user":
+                break
+            if types[j] == "api":
+                api = by_name.get(str(g.nodes[path[j]]["label"]).strip())
+                if api:
+                    out += [(p.name, p.type, api.name in failed) for p in api.params]
+        return out
+
+    if start == 1 and (len(path) == 1 or types[1] != "user"):
+        # A path that does not continue with the user still needs the customer to speak first.
+        messages.append({"role": "user", "content": "Hi, I need some help, please."})
+    for i in range(start, len(path)):
+        node, ntype = path[i], types[i]
+        label = str(g.nodes[node].get("label", "")).strip()
+        if ntype == "user":
+            parts = [label.rstrip(".") + "." if label else ""]
+            said: set[str] = set()
+            for pname, ptype, retry in needed_after(i):
+                if pname in said:
+                    continue
+                if pname not in known or retry:
+                    said.add(pname)
+                    known[pname] = synthesise_value(pname, ptype, rng)
+                    parts.append(_say(pname, known[pname]))
+            messages.append({"role": "user", "content": " ".join(p for p in parts if p)})
+        elif ntype == "assistant":
+            messages.append({"role": "assistant", "content": label})
+        elif ntype == "api":
+            api = by_name.get(label)
+            params = {p.name: known[p.name] for p in api.params if p.name in known} if api else {}
+            messages.append({"role": "api", "content": format_api_call(label, params)})
+            outcome = ""
+            if i + 1 < len(path):
+                outcome = str(g.edges[node, path[i + 1]].get("label", ""))
+            if is_negative_outcome(outcome):
+                failed.add(label)
+            else:
+                failed.discard(label)
+            if api is None:
+                value: Any = {"status": outcome or "success"}
+                name = "result"
+            else:
+                value = _output_value(api, outcome, known, rng)
+                name = api.output_name
+            messages.append({"role": "api_output", "content": json.dumps({name: value})})
+    if messages and messages[-1]["role"] != "assistant":
+        messages.append({"role": "assistant", "content": "Is there anything else I can help with?"})
+    return messages
+
+
+CONVERSATION_SYSTEM_PROMPT = """\
+You write realistic customer-support conversations between a user and an AI assistant that can \
+call APIs. You are given a conversation graph, the APIs, and one path through the graph.
+
+The graph format: [Ni](type){description} is a node; type is assistant, user or api. \
+[Ei](Ni, Nj){} means Ni happens right before Nj. [Ei](Ni, Nj){outcome} only follows an api node \
+and says what the API returned on that branch.
+
+Write the conversation that follows the path exactly, as a JSON list of messages with "role" and \
+"content". Rules:
+- The first message is the user's, explaining the problem, even if the path starts with a greeting.
+- After a user message comes an assistant or an api message.
+- After an assistant message comes a user message.
+- After an api message comes an api_output message; after an api_output, the assistant reacts \
+to it (or the next api call on the path is made).
+- An api message is a call such as lookup_booking(booking_id=4471) using only the given APIs, \
+with every required parameter, and every value must have been said by the user or returned by an \
+earlier api_output.
+- An api_output is JSON of the API's declared output type and agrees with the branch taken.
+- Use realistic names, numbers and places, never placeholders such as Example1 or ProductX.
+Reply with the JSON list only."""
+
+
+def build_conversation_prompt(g: nx.DiGraph, path: list[Any], apis: list[ApiSpec]) -> list[dict[str, str]]:
+    """Chat messages for the LLM conversation generator (paper A.6, in this project's words)."""
+    user = (
+        f"{write_graph_text(g)}"
+        f"<apis>{json.dumps([api_to_dict(a) for a in apis], ensure_ascii=False)}</apis>\n"
+        f"path: [{', '.join(str(n) for n in path)}]"
+    )
+    return [
+        {"role": "system", "content": CONVERSATION_SYSTEM_PROMPT},
+        {"role": "user", "content": user},
+    ]

@@ -1,0 +1,234 @@
+"""Renderers: DOT/SVG (paper colours), Mermaid flowchart, Python-like pseudo-code, text outline.
+
+Labels are untrusted (LLM output, imported files). DOT output never puts a label or node id into
+DOT syntax unescaped: nodes get generated names (``n0``, ``n1``...) and every label is a quoted
+string with backslashes, quotes and newlines escaped, so text such as ``"]; a -> b [`` stays text.
+Graphviz's SVG writer escapes ``<``/``>``/``&``, so ``<script>`` in a label arrives as
+``&lt;script&gt;`` in the SVG.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import textwrap
+from collections import deque
+from typing import Any
+
+import networkx as nx
+
+from .convert import flowgraph_root
+
+# Paper Figures 2 and 3.
+FLOWGRAPH_COLOURS = {"start_message": "#1f77b4", "message": "#1f77b4", "api": "#000000",
+                     "end_message": "#ff7f0e"}
+CONVERSATION_COLOURS = {"assistant": "#1f77b4", "user": "#2ca02c", "api": "#000000"}
+NOISE_COLOUR = "#d62728"
+HIGHLIGHT_COLOUR = "#9467bd"
+
+
+class GraphvizMissing(RuntimeError):
+    """The Graphviz ``dot`` executable is not installed."""
+
+
+def dot_escape(text: Any) -> str:
+    """Escape for a double-quoted DOT string (also neutralises \\N, \\G, \\l escapes)."""
+    return (str(text).replace("\\", "\\\\").replace('"', '\\"')
+            .replace("\r", "").replace("\n", "\\n"))
+
+
+def _wrap(text: str, width: int = 32) -> str:
+    lines = textwrap.wrap(" ".join(str(text).split()), width) or [""]
+    return "\n".join(lines)
+
+
+def _colours(g: nx.DiGraph) -> dict[str, str]:
+    return CONVERSATION_COLOURS if g.graph.get("kind") == "conversation" else FLOWGRAPH_COLOURS
+
+
+def to_dot(g: nx.DiGraph, highlight_path: list[Any] | None = None) -> str:
+    colours = _colours(g)
+    names = {n: f"n{i}" for i, n in enumerate(g.nodes)}
+    path = list(highlight_path or [])
+    path_nodes = set(path)
+    path_edges: dict[tuple, list[int]] = {}
+    for k in range(len(path) - 1):
+        path_edges.setdefault((path[k], path[k + 1]), []).append(k + 1)
+    out = [
+        "digraph G {",
+        '  graph [rankdir=TB, fontname="Helvetica"];',
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10, '
+        'fontcolor="white"];',
+        '  edge [fontname="Helvetica", fontsize=9];',
+    ]
+    for n, d in g.nodes(data=True):
+        ntype = d.get("type", "")
+        label = f"{n} ({ntype})\n{_wrap(d.get('label', ''))}"
+        attrs = {"label": label, "fillcolor": colours.get(ntype, "#7f7f7f"), "tooltip": str(n)}
+        styles = ["rounded", "filled"]
+        if d.get("noise"):
+            attrs["label"] = f"[noise: {d['noise']}]\n" + label
+            attrs["color"] = NOISE_COLOUR
+            attrs["penwidth"] = "3"
+            styles.append("dashed")
+        if n in path_nodes:
+            attrs["color"] = HIGHLIGHT_COLOUR
+            attrs["penwidth"] = "4"
+            styles.append("bold")
+        attrs["style"] = ",".join(styles)
+        out.append(f"  {names[n]} [" + ", ".join(f'{k}="{dot_escape(v)}"' for k, v in attrs.items()) + "];")
+    for u, v, d in g.edges(data=True):
+        attrs = {}
+        label = str(d.get("label", ""))
+        if label:
+            attrs["label"] = _wrap(label, 28)
+        if (u, v) in path_edges:
+            steps = ",".join(map(str, path_edges[(u, v)]))
+            attrs["label"] = (attrs.get("label", "") + f"\n[step {steps}]").strip()
+            attrs["color"] = HIGHLIGHT_COLOUR
+            attrs["penwidth"] = "3"
+        body = ", ".join(f'{k}="{dot_escape(val)}"' for k, val in attrs.items())
+        out.append(f"  {names[u]} -> {names[v]}" + (f" [{body}]" if body else "") + ";")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def to_svg(g: nx.DiGraph, highlight_path: list[Any] | None = None, timeout: float = 30.0) -> str:
+    """SVG markup (from ``<svg`` on, ready to inline in HTML) rendered by the system ``dot``."""
+    exe = shutil.which("dot")
+    if exe is None:
+        raise GraphvizMissing("Graphviz is not installed: the 'dot' program was not found on PATH. "
+                              "Install it (Debian/Ubuntu: apt-get install graphviz) to render SVG.")
+    proc = subprocess.run([exe, "-Tsvg"], input=to_dot(g, highlight_path), capture_output=True,
+                          text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"dot failed: {proc.stderr.strip()[:500]}")
+    svg = proc.stdout
+    start = svg.find("<svg")
+    return svg[start:] if start >= 0 else svg
+
+
+# --------------------------------------------------------------------------- Mermaid
+
+MERMAID_SHAPES = {
+    "start_message": ('(["', '"])'), "end_message": ('(["', '"])'), "message": ('["', '"]'),
+    "api": ('[["', '"]]'), "assistant": ('["', '"]'), "user": ('>"', '"]'),
+}
+
+
+def mermaid_escape(text: Any) -> str:
+    """Mermaid strings cannot contain raw quotes; entity codes are its own escape syntax."""
+    return (" ".join(str(text).split()).replace("&", "#amp;").replace('"', "#quot;")
+            .replace("<", "#lt;").replace(">", "#gt;").replace("|", "#124;"))
+
+
+def _mermaid_id(n: Any) -> str:
+    s = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in str(n))
+    return s if s and not s[0].isdigit() else f"n_{s}"
+
+
+def to_mermaid(g: nx.DiGraph) -> str:
+    """A Mermaid ``flowchart TD``; node types are kept as ``class`` lines so import is lossless."""
+    ids = {n: _mermaid_id(n) for n in g}
+    lines = ["flowchart TD"]
+    for n, d in g.nodes(data=True):
+        opening, closing = MERMAID_SHAPES.get(d.get("type", ""), ('["', '"]'))
+        lines.append(f"    {ids[n]}{opening}{mermaid_escape(d.get('label', ''))}{closing}")
+    for u, v, d in g.edges(data=True):
+        label = str(d.get("label", "")).strip()
+        arrow = f'-->|"{mermaid_escape(label)}"|' if label else "-->"
+        lines.append(f"    {ids[u]} {arrow} {ids[v]}")
+    colours = _colours(g)
+    for ntype, colour in colours.items():
+        lines.append(f"    classDef {ntype} fill:{colour},color:#fff")
+    by_type: dict[str, list[str]] = {}
+    for n, d in g.nodes(data=True):
+        by_type.setdefault(d.get("type", ""), []).append(ids[n])
+    for ntype, members in by_type.items():
+        if ntype:
+            lines.append(f"    class {','.join(members)} {ntype}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- code / outline
+
+
+def _bfs_order(g: nx.DiGraph) -> list[Any]:
+    if len(g) == 0:
+        return []
+    root = flowgraph_root(g)
+    order, seen, q = [], {root}, deque([root])
+    while q:
+        x = q.popleft()
+        order.append(x)
+        for y in g.successors(x):
+            if y not in seen:
+                seen.add(y)
+                q.append(y)
+    return order + [n for n in g if n not in seen]
+
+
+def to_code(g: nx.DiGraph) -> str:
+    """Python-like pseudo-code in FlowBench's style: one function per step, branches as ifs."""
+    order = _bfs_order(g)
+    fn = {n: f"step_{_mermaid_id(n).lower()}" for n in order}
+    out = ['"""Procedure as pseudo-code: say() talks to the customer, call() uses an API."""', ""]
+    for n in order:
+        d = g.nodes[n]
+        ntype, label = d.get("type", ""), str(d.get("label", ""))
+        out.append(f"def {fn[n]}():")
+        out.append(f"    # {n}: {ntype}" + (f" (noise: {d['noise']})" if d.get("noise") else ""))
+        succ = list(g.successors(n))
+        if ntype == "api":
+            out.append(f"    result = call({label!r})")
+            var = "result"
+        elif ntype == "user":
+            out.append(f"    customer_says({label!r})")
+            var = None
+        else:
+            out.append(f"    say({label!r})")
+            var = "reply" if succ else None
+            if succ:
+                out.append("    reply = listen()")
+        if not succ:
+            out.append("    return  # end of the conversation" if ntype in ("end_message", "assistant")
+                       else "    return")
+        elif len(succ) == 1 and not str(g.edges[n, succ[0]].get("label", "")).strip():
+            out.append(f"    return {fn[succ[0]]}()")
+        else:
+            for k, s in enumerate(succ):
+                cond = str(g.edges[n, s].get("label", "")).strip()
+                kw = "if" if k == 0 else "elif"
+                if var and cond:
+                    out.append(f"    {kw} matches({var}, {cond!r}):")
+                else:
+                    out.append(f"    {kw} True:  # unconditional")
+                out.append(f"        return {fn[s]}()")
+        out.append("")
+    if order:
+        out.append(f"{fn[order[0]]}()")
+    return "\n".join(out) + "\n"
+
+
+def to_outline(g: nx.DiGraph) -> str:
+    """A numbered plain-text procedure, one step per node, branches as indented bullets."""
+    order = _bfs_order(g)
+    step = {n: i + 1 for i, n in enumerate(order)}
+    verbs = {"start_message": "Say", "message": "Say", "end_message": "Finish by saying",
+             "assistant": "Say", "user": "The customer says", "api": "Call the API"}
+    lines = []
+    for n in order:
+        d = g.nodes[n]
+        ntype = d.get("type", "")
+        text = " ".join(str(d.get("label", "")).split())
+        lines.append(f"{step[n]}. {verbs.get(ntype, 'Do')}: {text}  [{n}]")
+        for s in g.successors(n):
+            cond = " ".join(str(g.edges[n, s].get("label", "")).split())
+            if ntype == "api" and cond:
+                lines.append(f"   - If the result is \"{cond}\": go to step {step[s]}.")
+            elif cond:
+                lines.append(f"   - If the customer says \"{cond}\": go to step {step[s]}.")
+            else:
+                lines.append(f"   - Then go to step {step[s]}.")
+        if g.out_degree(n) == 0:
+            lines.append("   - The conversation ends here.")
+    return "\n".join(lines) + "\n"
