@@ -10,6 +10,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "almita_web.settings")
 app = Celery("almita_web")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+app.autodiscover_tasks(["generation"], related_name="heartbeat")
 
 
 @app.on_after_configure.connect

@@ -95,3 +95,8 @@ class LLMCallAdmin(RoleModelAdmin):
     list_display = ("id", "job", "stage", "model", "template", "template_version", "outcome", "latency_ms")
     list_filter = ("stage", "outcome", "model", "job")
     search_fields = ("prompt_hash", "key")
+
+
+@admin.register(m.WorkerHeartbeat, site=site)
+class WorkerHeartbeatAdmin(RoleModelAdmin):
+    list_display = ("created_at", "hostname", "pid", "broker")

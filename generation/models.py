@@ -305,22 +305,54 @@ class Test(Artifact):
         return {"type": "reply", "content": self.expected_text}
 
 
+class StageState(models.TextChoices):
+    WAITING = "waiting", "Waiting"
+    PLANNING = "planning", "Planning"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    SKIPPED = "skipped", "Skipped"
+
+
 class StageProgress(models.Model):
-    """Live progress of one stage of one job; updated with F() increments by tasks."""
+    """Live progress of one stage of one job; the source of truth for fan-out and completion.
+
+    `total` is the number of work items (one task each) and `items` maps each finished item's
+    key to its outcome, written in the same transaction as the item's results, so a task that
+    runs twice finds its key and writes nothing. `generated`/`passed`/`discarded` count the
+    stage's units (the columns of the paper's Table 1), which may differ from work items (one
+    A.1 call yields many intents; one path-sampling item yields M paths).
+    """
+
+    State = StageState
 
     job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="progress")
     stage = models.CharField(max_length=32, choices=Stage.choices)
+    state = models.CharField(max_length=16, choices=StageState.choices, default=StageState.WAITING)
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
+    generated = models.PositiveIntegerField(default=0)
     passed = models.PositiveIntegerField(default=0)
     discarded = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
+    imported = models.PositiveIntegerField(default=0)
+    items = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["job", "stage"], name="progress_unique_job_stage"),
             models.CheckConstraint(condition=Q(stage__in=Stage.values), name="progress_stage_valid"),
+            models.CheckConstraint(condition=Q(state__in=StageState.values), name="progress_state_valid"),
+            models.CheckConstraint(condition=Q(done__lte=models.F("total")) | Q(total=0),
+                                   name="progress_done_le_total"),
         ]
+
+    @property
+    def percent(self) -> int:
+        if self.state in (StageState.DONE, StageState.SKIPPED):
+            return 100
+        return int(100 * self.done / self.total) if self.total else 0
 
 
 class Discard(models.Model):
@@ -361,11 +393,14 @@ class LLMCall(models.Model):
     prompt_hash = models.CharField(max_length=64, db_index=True)
     request = models.JSONField(default=dict)
     response = models.TextField(blank=True)
+    # [{"name": str, "arguments": str}] when the model answered with tool calls.
+    tool_calls = models.JSONField(default=list, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     latency_ms = models.PositiveIntegerField(default=0)
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.OK)
     error = models.TextField(blank=True)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -376,3 +411,16 @@ class LLMCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.stage} {self.model} ({self.outcome})"
+
+
+class WorkerHeartbeat(models.Model):
+    """Written by a Celery worker when asked, so pages can say whether a worker is alive."""
+
+    nonce = models.CharField(max_length=64, unique=True)
+    hostname = models.CharField(max_length=200)
+    pid = models.PositiveIntegerField()
+    broker = models.CharField(max_length=32)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]

@@ -1,0 +1,54 @@
+"""The demo loader: users per role, valid demo data, and idempotence."""
+import pytest
+from django.apps import apps
+from django.contrib.auth import authenticate
+from django.core.management import call_command
+
+from almita_web.roles import user_roles
+from generation.demo import DEMO_CASES, DEMO_USERS
+from generation.models import Flowgraph, Intent, Procedure
+from generation.pipeline.formats import graph_from_json
+from generation.pipeline.validate import validate_flowgraph
+
+pytestmark = pytest.mark.django_db
+
+
+def row_counts() -> dict[str, int]:
+    counts = {}
+    for app_label in ("auth", "generation", "curation", "evaluation"):
+        for model in apps.get_app_config(app_label).get_models():
+            counts[model._meta.label] = model.objects.count()
+    return counts
+
+
+def test_load_demo_twice_creates_nothing_new(capsys):
+    call_command("load_demo")
+    first = row_counts()
+    out = capsys.readouterr().out
+    for username, _, password in DEMO_USERS:
+        assert username in out and password in out
+    call_command("load_demo")
+    assert row_counts() == first
+    assert "0 rows created" in capsys.readouterr().out
+
+
+def test_demo_users_hold_their_roles_and_can_log_in():
+    call_command("load_demo")
+    for username, roles, password in DEMO_USERS:
+        user = authenticate(username=username, password=password)
+        assert user is not None, username
+        assert set(roles) <= user_roles(user)
+
+
+def test_demo_data_is_valid_and_linked():
+    call_command("load_demo")
+    assert Intent.objects.count() == len(DEMO_CASES)
+    for flow in Flowgraph.objects.select_related("procedure__intent"):
+        graph = graph_from_json(flow.data)
+        api_names = list(flow.procedure.apis.values_list("name", flat=True))
+        errors = [v for v in validate_flowgraph(graph, api_names) if v.severity == "error"]
+        assert errors == [], errors
+        # Every api node of the flowgraph names one of the procedure's APIs.
+        used = {d["label"] for _, d in graph.nodes(data=True) if d["type"] == "api"}
+        assert used <= set(api_names)
+    assert Procedure.objects.filter(origin="imported").count() == len(DEMO_CASES)

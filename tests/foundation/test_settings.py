@@ -1,0 +1,119 @@
+"""Settings parsing: good values work, bad values stop start-up naming the variable."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from almita_web.env import broker_from_url, database_from_url, env_bool, env_float, env_int, env_list
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("raw,expected", [("true", True), ("1", True), ("YES", True), ("off", False), ("0", False), ("", False)])
+def test_env_bool_good(raw, expected):
+    assert env_bool("DEBUG", not expected, {"DEBUG": raw}) is expected
+
+
+def test_env_bool_default_when_unset():
+    assert env_bool("DEBUG", True, {}) is True
+
+
+@pytest.mark.parametrize("raw", ["maybe", "2", "truee"])
+def test_env_bool_bad_names_variable(raw):
+    with pytest.raises(ImproperlyConfigured, match="DEBUG"):
+        env_bool("DEBUG", False, {"DEBUG": raw})
+
+
+def test_env_int_and_float():
+    assert env_int("N", 3, {"N": "7"}) == 7
+    assert env_int("N", 3, {}) == 3
+    with pytest.raises(ImproperlyConfigured, match="N='x'"):
+        env_int("N", 3, {"N": "x"})
+    with pytest.raises(ImproperlyConfigured, match="at least 1"):
+        env_int("N", 3, {"N": "0"}, minimum=1)
+    assert env_float("T", 1.0, {"T": "0.25"}) == 0.25
+    with pytest.raises(ImproperlyConfigured, match="T="):
+        env_float("T", 1.0, {"T": "fast"})
+
+
+def test_env_list():
+    assert env_list("HOSTS", ["a"], {"HOSTS": "x.org, y.org"}) == ["x.org", "y.org"]
+    with pytest.raises(ImproperlyConfigured, match="HOSTS"):
+        env_list("HOSTS", [], {"HOSTS": "x.org,,y.org"})
+
+
+def test_database_url_sqlite_relative_and_absolute(tmp_path):
+    rel = database_from_url("sqlite:///var/db.sqlite3", tmp_path)
+    assert rel["ENGINE"] == "django.db.backends.sqlite3"
+    assert rel["NAME"] == str(tmp_path / "var" / "db.sqlite3")
+    assert rel["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+    absolute = database_from_url("sqlite:////tmp/x/almita.sqlite3", tmp_path)
+    assert absolute["NAME"] == "/tmp/x/almita.sqlite3"
+
+
+def test_database_url_postgres():
+    db = database_from_url("postgres://alice:s%40cret@db.local:6543/almita?sslmode=require", Path("/"))
+    assert db["ENGINE"] == "django.db.backends.postgresql"
+    assert (db["USER"], db["PASSWORD"], db["HOST"], db["PORT"], db["NAME"]) == ("alice", "s@cret", "db.local", "6543", "almita")
+    assert db["OPTIONS"] == {"sslmode": "require"}
+
+
+@pytest.mark.parametrize("url,fragment", [("mysql://x/y", "unsupported scheme"), ("postgres://host:5432/", "names no database"), ("sqlite://", "no database file")])
+def test_database_url_bad(url, fragment):
+    with pytest.raises(ImproperlyConfigured, match=fragment):
+        database_from_url(url, Path("/"))
+
+
+def test_broker_filesystem_and_redis(tmp_path):
+    fs = broker_from_url("filesystem://", tmp_path)
+    assert fs.url == "filesystem://"
+    assert fs.transport_options["data_folder_in"] == str(tmp_path / "broker" / "queue")
+    assert fs.transport_options["polling_interval"] == 0.02
+    redis = broker_from_url("redis://127.0.0.1:6379/0", tmp_path)
+    assert redis.url == "redis://127.0.0.1:6379/0"
+    with pytest.raises(ImproperlyConfigured, match="CELERY_BROKER_URL"):
+        broker_from_url("kafka://x", tmp_path)
+
+
+def _start(env_overrides: dict[str, str | None]) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items()}
+    for key, value in env_overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; print(settings.DEBUG)"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_startup_refuses_bad_debug_value():
+    result = _start({"DEBUG": "maybe", "DJANGO_SETTINGS_MODULE": "almita_web.settings"})
+    assert result.returncode != 0
+    assert "DEBUG='maybe'" in result.stderr
+
+
+def test_startup_requires_secret_key_when_debug_off():
+    result = _start({"DEBUG": "false", "SECRET_KEY": None, "DJANGO_SETTINGS_MODULE": "almita_web.settings"})
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_startup_debug_without_secret_key_works():
+    result = _start({"DEBUG": "true", "SECRET_KEY": None, "DJANGO_SETTINGS_MODULE": "almita_web.settings"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
+
+
+def test_startup_refuses_bad_database_url():
+    result = _start({"DATABASE_URL": "oracle://x/y", "DJANGO_SETTINGS_MODULE": "almita_web.settings"})
+    assert result.returncode != 0
+    assert "DATABASE_URL" in result.stderr
+
+
+def test_per_stage_models(settings):
+    assert set(settings.LLM_STAGE_MODELS) == {"intents", "procedures", "apis", "flowgraph", "conversation_graph", "conversations"}
