@@ -17,7 +17,7 @@ app.autodiscover_tasks(["generation"], related_name="heartbeat")
 def _ensure_broker_folders(sender: Celery, **_: object) -> None:
     # The filesystem transport does not create its folders itself.
     options = sender.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         folder = options.get(key)
         if folder:
             os.makedirs(folder, exist_ok=True)

@@ -141,6 +141,8 @@ def broker_from_url(url: str, var_dir: Path, name: str = "CELERY_BROKER_URL") ->
                 "data_folder_in": str(queue_dir),
                 "data_folder_out": str(queue_dir),
                 "processed_folder": str(processed_dir),
+                # Broadcast/control messages (celery inspect, pidbox) would otherwise land in ./control.
+                "control_folder": str(var_dir / "broker" / "control"),
                 "store_processed": False,
                 # kombu polls the folder; its 1 s default would make each task wait a second.
                 "polling_interval": 0.02,

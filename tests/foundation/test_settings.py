@@ -72,6 +72,9 @@ def test_broker_filesystem_and_redis(tmp_path):
     assert fs.url == "filesystem://"
     assert fs.transport_options["data_folder_in"] == str(tmp_path / "broker" / "queue")
     assert fs.transport_options["polling_interval"] == 0.02
+    # Nothing of the broker may land in the current directory.
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+        assert fs.transport_options[key].startswith(str(tmp_path)), key
     redis = broker_from_url("redis://127.0.0.1:6379/0", tmp_path)
     assert redis.url == "redis://127.0.0.1:6379/0"
     with pytest.raises(ImproperlyConfigured, match="CELERY_BROKER_URL"):
