@@ -1,0 +1,33 @@
+"""Celery tasks: thin wrappers that take ids and call one service (see services.py for the flow)."""
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import OperationalError
+
+from generation import services
+
+# Database hiccups (SQLite busy, a Postgres restart) are the only errors retried here: the LLM
+# layer retries its own transient errors, and an item never raises for an LLM failure.
+DB_RETRY = {"autoretry_for": (OperationalError,), "retry_backoff": 0.5, "retry_backoff_max": 10, "max_retries": 8}
+
+
+
+@shared_task(name="generation.job_advance", **DB_RETRY)
+def job_advance_task(job_id: int) -> None:
+    """Move a job forward: claim and publish the next stage, or finish the job.
+
+    Idempotent: a stage is claimed by a conditional update, so running this twice publishes a
+    stage's items once (except after a crash mid-publishing, where duplicates are harmless).
+    """
+    services.job_advance(job_id=job_id, publish=lambda stage, key: item_run_task.delay(job_id, stage, key))
+
+
+@shared_task(name="generation.item_run", **DB_RETRY)
+def item_run_task(job_id: int, stage: str, key: str) -> None:
+    """Process one work item of one stage.
+
+    Idempotent: results are written under the job-scoped key and the item is marked done in the
+    same transaction; a second run finds the mark and writes nothing.
+    """
+    if services.item_run(job_id=job_id, stage=stage, key=key):
+        job_advance_task.delay(job_id)

@@ -1,0 +1,147 @@
+"""Scripted replies of the fake OpenAI server for each generation stage (valid and invalid).
+
+Replies are recognised by a marker from each prompt template, so a handler can answer a whole
+job. All texts here are written for these tests.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from tests.fake_openai import Reply, prompt_text
+
+MARKERS = {
+    "intents": "Invent realistic problems",
+    "procedures": "You write the internal procedures",
+    "apis": "list the API functions",
+    "flowgraph": "into a flowgraph written one element per line",
+    "conversation_graph": "Rewrite a flowgraph",
+    "conversations": "follow the path exactly",
+    "procedure_conversations": "follows the\ngiven procedure",
+}
+
+PROCEDURE = """# Renewing a library loan
+1. Greet the member and ask for the library card number.
+2. Look the loan up with find_loan.
+3. If the loan is found, renew it with renew_loan and confirm the new due date.
+4. If the loan is not found, tell the member and end the conversation politely.
+"""
+
+APIS = {"apis": [
+    {"name": "find_loan", "desc": "Find a member's current loan", "params": [{"name": "card_number", "type": "int"}],
+     "output": {"name": "loan_id", "type": "int"}},
+    {"name": "renew_loan", "desc": "Renew a loan", "params": [{"name": "loan_id", "type": "int"}],
+     "output": {"name": "renewed", "type": "bool"}},
+]}
+
+FLOWGRAPH = """<flow>
+[N0](start_message){Greet the member}
+[E0](N0, N1){Wants to renew a loan}
+[N1](message){Ask for the library card number}
+[E1](N1, N2){Gives the card number}
+[N2](api){find_loan}
+[N3](api){renew_loan}
+[E2](N2, N3){Loan found}
+[N4](end_message){Say the loan could not be found}
+[E3](N2, N4){Loan not found}
+[N5](end_message){Confirm the renewal}
+[E4](N3, N5){Renewed}
+</flow>"""
+
+# Invalid: the end node has an outgoing edge and one leaf is a plain message.
+BAD_FLOWGRAPH = """<flow>
+[N0](start_message){Greet the member}
+[E0](N0, N1){Wants to renew}
+[N1](end_message){Bye}
+[E1](N1, N2){Anything}
+[N2](message){Dangling}
+</flow>"""
+
+
+def intents_reply(n: int) -> str:
+    clients = ["city library", "regional bank", "ferry operator", "dental clinic", "bike rental",
+               "music school", "pet insurer", "car wash", "florist", "ski resort", "bakery", "theatre"]
+    return json.dumps({"intents": [
+        {"client": clients[i % len(clients)], "issue": f"Cannot renew item number {i}", "name": f"renewal problem {i}"}
+        for i in range(n)
+    ]})
+
+
+def requested_intents(body: dict) -> int:
+    m = re.search(r"Write (\d+) issues", prompt_text(body))
+    return int(m.group(1)) if m else 1
+
+
+def conversation_for(body: dict) -> str:
+    """A valid A.6 conversation for the path named in the prompt (follows the found/not found branch)."""
+    text = prompt_text(body)
+    path = re.search(r"path: \[(.*?)\]", text).group(1)
+    # In the converted graph, a path through renew_loan is the 'found' branch.
+    found = "renew" in _labels_on_path(text, path)
+    messages = [
+        {"role": "user", "content": "Hello, I want to renew my loan. My card number is 55123."},
+        {"role": "api", "content": "find_loan(card_number=55123)"},
+    ]
+    if found:
+        messages += [
+            {"role": "api_output", "content": json.dumps({"loan_id": 901})},
+            {"role": "api", "content": "renew_loan(loan_id=901)"},
+            {"role": "api_output", "content": json.dumps({"renewed": True})},
+            {"role": "assistant", "content": "Your loan is renewed until the 14th."},
+        ]
+    else:
+        messages += [
+            {"role": "api_output", "content": json.dumps({"loan_id": 0})},
+            {"role": "assistant", "content": "I could not find a loan on that card."},
+        ]
+    return json.dumps({"messages": messages})
+
+
+def _labels_on_path(text: str, path: str) -> str:
+    ids = [p.strip() for p in path.split(",")]
+    labels = []
+    for node in ids:
+        m = re.search(r"\[" + re.escape(node) + r"\]\(\w+\)\{(.*?)\}", text)
+        if m:
+            labels.append(m.group(1))
+    return " ".join(labels)
+
+
+class StageScript:
+    """A handler answering every stage; `bad` maps a stage to the 0-based call numbers to spoil."""
+
+    def __init__(self, bad: dict[str, set[int]] | None = None) -> None:
+        self.bad = bad or {}
+        self.counts: dict[str, int] = {}
+
+    def _n(self, stage: str) -> int:
+        n = self.counts.get(stage, 0)
+        self.counts[stage] = n + 1
+        return n
+
+    def __call__(self, body: dict, n: int) -> Reply:
+        text = prompt_text(body)
+        for stage, marker in MARKERS.items():
+            if marker in text:
+                break
+        else:
+            return Reply.client_error(404, "no scripted reply")
+        k = self._n(stage)
+        bad = k in self.bad.get(stage, set())
+        if stage == "intents":
+            want = requested_intents(body)
+            if bad:  # one entry lacks its issue
+                items = json.loads(intents_reply(want))
+                items["intents"][0].pop("issue")
+                return Reply(content=json.dumps(items))
+            return Reply(content=intents_reply(want))
+        if stage == "procedures":
+            return Reply(content="Too short." if bad else PROCEDURE)
+        if stage == "apis":
+            return Reply(content='{"apis": [{"desc": "no name"}]}' if bad else json.dumps(APIS))
+        if stage == "flowgraph":
+            return Reply(content=BAD_FLOWGRAPH if bad else FLOWGRAPH)
+        if stage == "conversations":
+            return Reply(content='{"messages": [{"role": "assistant", "content": "Hi"}]}' if bad
+                         else conversation_for(body))
+        return Reply.client_error(404, f"stage {stage} not scripted")
