@@ -35,12 +35,14 @@ class Agent(models.Model):
     api_key_env = models.CharField(max_length=100, blank=True, default="OPENAI_API_KEY")
     model = models.CharField(max_length=200, blank=True)
     temperature = models.FloatField(default=0.0)
+    description = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(condition=Q(mode__in=AgentMode.values), name="agent_mode_valid"),
+            models.CheckConstraint(condition=Q(knowledge__in=AgentKnowledge.values), name="agent_knowledge_valid"),
             models.CheckConstraint(condition=Q(temperature__gte=0) & Q(temperature__lte=2), name="agent_temperature_range"),
         ]
 
@@ -60,31 +62,76 @@ class RunStatus(models.TextChoices):
     SUCCEEDED = "succeeded", "Succeeded"
 
 
+# Allowed status moves; anything else raises. A failed or cancelled run can be resumed.
+RUN_TRANSITIONS: dict[str, set[str]] = {
+    RunStatus.QUEUED: {RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED},
+    RunStatus.RUNNING: {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED},
+    RunStatus.FAILED: {RunStatus.RUNNING},
+    RunStatus.CANCELLED: {RunStatus.RUNNING},
+    RunStatus.SUCCEEDED: set(),
+}
+
+
+class IllegalRunTransition(ValueError):
+    pass
+
+
 class EvaluationRun(models.Model):
+    Status = RunStatus
+
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="runs")
     release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="runs")
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
     similarity = models.CharField(max_length=32, default="lexical", help_text="bertscore or lexical")
     threshold = models.FloatField(default=0.55)
+    # How many tests are in flight at once for this run (each lane is a chain of one-test tasks).
+    concurrency = models.PositiveSmallIntegerField(default=4)
     metrics = models.JSONField(default=dict, blank=True)
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="run_status_valid"),
+            models.CheckConstraint(condition=Q(similarity__in=["bertscore", "lexical"]), name="run_similarity_valid"),
+            models.CheckConstraint(condition=Q(concurrency__gte=1), name="run_concurrency_positive"),
+            models.CheckConstraint(condition=Q(done__lte=models.F("total")), name="run_done_le_total"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.agent} on {self.release}"
+        return f"#{self.pk} {self.agent} on {self.release}"
+
+    def can_move_to(self, status: str) -> bool:
+        return status in RUN_TRANSITIONS.get(self.status, set())
+
+    def check_transition(self, status: str) -> None:
+        if not self.can_move_to(status):
+            raise IllegalRunTransition(f"run {self.pk}: {self.status} -> {status} is not allowed")
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
+
+
+class ResultState(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Call failed"
 
 
 class TestResult(models.Model):
+    """One row per (run, test), created pending when the run is created; a lane claims it with a
+    conditional update, so a rerun overwrites instead of duplicating."""
+
+    State = ResultState
+
     run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="results")
     entry = models.ForeignKey("curation.ReleaseTest", on_delete=models.PROTECT, related_name="results")
     raw_reply = models.TextField(blank=True)
@@ -99,10 +146,21 @@ class TestResult(models.Model):
     similarity = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
+    state = models.CharField(max_length=16, choices=ResultState.choices, default=ResultState.PENDING)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    llm_call = models.ForeignKey("generation.LLMCall", null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(fields=["run", "entry"], name="testresult_unique_run_entry"),
+            models.CheckConstraint(condition=Q(state__in=ResultState.values), name="testresult_state_valid"),
+            # A test is correct only if the agent recalled the expected kind of action.
+            models.CheckConstraint(condition=Q(correct=False) | Q(reply_correct=True) | Q(params_correct=True),
+                                   name="testresult_correct_needs_a_correct_part"),
         ]
+        indexes = [models.Index(fields=["run", "state"])]

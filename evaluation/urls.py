@@ -5,4 +5,12 @@ from evaluation import views
 app_name = "evaluation"
 urlpatterns = [
     path("", views.runs, name="runs"),
+    path("runs/new", views.run_create, name="run_create"),
+    path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
+    path("runs/<int:run_id>/cancel", views.run_cancel, name="run_cancel"),
+    path("runs/<int:run_id>/resume", views.run_resume, name="run_resume"),
+    path("agents/", views.agents, name="agents"),
+    path("agents/new", views.agent_create, name="agent_create"),
+    path("compare/", views.compare, name="compare"),
+    path("datasets/", views.datasets, name="datasets"),
 ]

@@ -1,12 +1,158 @@
+"""Evaluation pages, for researchers (admins too): access check → form → service → redirect."""
 from __future__ import annotations
 
+from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
 from almita_web.roles import RESEARCHER, role_required
-from evaluation.models import EvaluationRun
+from evaluation import charts, services
+from evaluation import metrics as M
+from evaluation import similarity as S
+from evaluation.forms import AgentForm, CompareForm, DatasetCompareForm, RunForm
+from evaluation.models import Agent, EvaluationRun, IllegalRunTransition, ResultState
 
 
+def _metric_rows(report: dict) -> list[M.Metric]:
+    metrics = M.metrics_from_json(report.get("metrics", {}))
+    return [metrics[k] for k in M.METRIC_KEYS if k in metrics]
+
+
+def _breakdown_rows(groups: dict) -> list[tuple[str, list[M.Metric]]]:
+    return [(name, [M.Metric.from_dict(d) for k, d in table.items() if k in M.METRIC_LABELS])
+            for name, table in sorted((groups or {}).items())]
+
+
+@require_GET
 @role_required(RESEARCHER)
 def runs(request: HttpRequest) -> HttpResponse:
-    return render(request, "evaluation/runs.html", {"runs": EvaluationRun.objects.select_related("agent", "release")[:100]})
+    services.reference_agents_ensure()
+    return render(request, "evaluation/runs.html", {
+        "runs": EvaluationRun.objects.select_related("agent", "release")[:200],
+        "form": RunForm(),
+        "similarity_default": S.describe(S.get_scorer(S.AUTO).name),
+        "metric_labels": M.METRICS,
+    })
+
+
+@require_POST
+@role_required(RESEARCHER)
+def run_create(request: HttpRequest) -> HttpResponse:
+    form = RunForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "The run could not be created: " + "; ".join(
+            f"{field}: {' '.join(errs)}" for field, errs in form.errors.items()))
+        return redirect("evaluation:runs")
+    try:
+        run = services.run_create(agent=form.cleaned_data["agent"], release=form.cleaned_data["release"],
+                                  created_by=request.user, similarity=form.cleaned_data["similarity"],
+                                  threshold=form.cleaned_data["threshold"],
+                                  concurrency=form.cleaned_data["concurrency"])
+    except (services.EvaluationError, S.SimilarityUnavailable) as exc:
+        messages.error(request, str(exc))
+        return redirect("evaluation:runs")
+    messages.success(request, f"Run #{run.pk} queued: {run.total} tests.")
+    return redirect("evaluation:run_detail", run_id=run.pk)
+
+
+@require_GET
+@role_required(RESEARCHER)
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(EvaluationRun.objects.select_related("agent", "release"), pk=run_id)
+    report = services.run_current_report(run)
+    show = request.GET.get("show", "wrong")
+    results = run.results.select_related("entry").order_by("entry__conversation_id", "entry__position")
+    if show == "wrong":
+        results = results.filter(state=ResultState.DONE, correct=False)
+    elif show == "invalid":
+        results = results.filter(predicted_type=M.INVALID)
+    elif show == "failed":
+        results = results.filter(state=ResultState.FAILED)
+    page = Paginator(results, 50).get_page(request.GET.get("page"))
+    return render(request, "evaluation/run_detail.html", {
+        "run": run, "report": report, "metrics": _metric_rows(report),
+        "by_noise": _breakdown_rows(report.get("by_noise")),
+        "by_stage": _breakdown_rows(report.get("by_stage")),
+        "metric_labels": M.METRICS, "progress": services.run_progress(run),
+        "page": page, "show": show,
+    })
+
+
+@require_POST
+@role_required(RESEARCHER)
+def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(EvaluationRun, pk=run_id)
+    try:
+        services.run_cancel(run=run)
+        messages.success(request, f"Run #{run.pk} cancelled.")
+    except IllegalRunTransition as exc:
+        messages.error(request, str(exc))
+    return redirect("evaluation:run_detail", run_id=run.pk)
+
+
+@require_POST
+@role_required(RESEARCHER)
+def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(EvaluationRun, pk=run_id)
+    try:
+        services.run_resume(run=run)
+        messages.success(request, f"Run #{run.pk} resumed.")
+    except IllegalRunTransition as exc:
+        messages.error(request, str(exc))
+    return redirect("evaluation:run_detail", run_id=run.pk)
+
+
+@require_GET
+@role_required(RESEARCHER)
+def agents(request: HttpRequest) -> HttpResponse:
+    services.reference_agents_ensure()
+    return render(request, "evaluation/agents.html", {"agents": Agent.objects.all(), "form": AgentForm()})
+
+
+@require_POST
+@role_required(RESEARCHER)
+def agent_create(request: HttpRequest) -> HttpResponse:
+    form = AgentForm(request.POST)
+    if not form.is_valid():
+        return render(request, "evaluation/agents.html", {"agents": Agent.objects.all(), "form": form}, status=400)
+    try:
+        agent = services.agent_create(**form.cleaned_data)
+    except services.EvaluationError as exc:
+        messages.error(request, str(exc))
+        return redirect("evaluation:agents")
+    messages.success(request, f"Agent {agent.name} created.")
+    return redirect("evaluation:agents")
+
+
+@require_GET
+@role_required(RESEARCHER)
+def compare(request: HttpRequest) -> HttpResponse:
+    form = CompareForm(request.GET or None)
+    rows, chart = [], None
+    if form.is_valid():
+        rows = services.runs_compare(list(form.cleaned_data["runs"].order_by("id")))
+        series = [(f"#{r['run'].pk} {r['run'].agent.name}",
+                   [r["metrics"][k].percent if k in r["metrics"] else None for k in M.METRIC_KEYS]) for r in rows]
+        chart = charts.bar_chart([label for _, label in M.METRICS], series,
+                                 title="Evaluation metrics by run (percent)")
+    return render(request, "evaluation/compare.html", {
+        "form": form, "rows": [(r, [r["metrics"].get(k) for k in M.METRIC_KEYS]) for r in rows],
+        "chart": chart, "metric_labels": M.METRICS,
+        "runs": EvaluationRun.objects.select_related("agent", "release")[:200],
+    })
+
+
+@require_GET
+@role_required(RESEARCHER)
+def datasets(request: HttpRequest) -> HttpResponse:
+    form = DatasetCompareForm(request.GET or None)
+    result, chart = None, None
+    if form.is_valid():
+        a, b = form.cleaned_data["release_a"], form.cleaned_data["release_b"]
+        result = services.releases_compare(release_a=a, release_b=b, metric=form.cleaned_data["metric"])
+        chart = charts.scatter(result["points"], x_label=f"{result['metric_label']} @ {a}",
+                               y_label=f"{result['metric_label']} @ {b}",
+                               title=f"{result['metric_label']}: {a} vs {b}")
+    return render(request, "evaluation/datasets.html", {"form": form, "result": result, "chart": chart})

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from django import forms
+
+from curation.models import Release
+from evaluation import similarity as S
+from evaluation.models import Agent, AgentKnowledge, AgentMode, EvaluationRun
+from evaluation.metrics import METRICS
+
+
+class AgentForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    mode = forms.ChoiceField(choices=[(AgentMode.PROMPT.value, AgentMode.PROMPT.label),
+                                      (AgentMode.FUNCTIONS.value, AgentMode.FUNCTIONS.label)])
+    knowledge = forms.ChoiceField(choices=AgentKnowledge.choices, initial=AgentKnowledge.PROCEDURE)
+    model = forms.CharField(max_length=200, required=False, help_text="Empty: EVALUATION_MODEL")
+    temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.0)
+    base_url = forms.CharField(max_length=500, required=False, label="Base URL",
+                               help_text="Empty: OPENAI_BASE_URL")
+    api_key_env = forms.RegexField(regex=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100, required=False,
+                                   initial="OPENAI_API_KEY", label="API key variable",
+                                   help_text="The NAME of the environment variable that holds the key; "
+                                             "the key itself is never stored.")
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if Agent.objects.filter(name=name).exists():
+            raise forms.ValidationError("An agent with this name exists.")
+        return name
+
+
+class RunForm(forms.Form):
+    agent = forms.ModelChoiceField(queryset=Agent.objects.all())
+    release = forms.ModelChoiceField(queryset=Release.objects.all())
+    similarity = forms.ChoiceField(choices=[(S.AUTO, "Automatic (BERTScore when installed)"),
+                                            (S.BERTSCORE, "BERTScore F1"), (S.LEXICAL, "Lexical F1")],
+                                   initial=S.AUTO)
+    threshold = forms.FloatField(min_value=0.0, max_value=1.0, required=False,
+                                 help_text="Empty: BERTSCORE_THRESHOLD (0.55 in the paper)")
+    concurrency = forms.IntegerField(min_value=1, max_value=64, required=False,
+                                     help_text="Tests in flight at once. Empty: LLM_MAX_CONCURRENCY")
+
+    def clean_similarity(self) -> str:
+        value = self.cleaned_data["similarity"]
+        if value == S.BERTSCORE and not S.bertscore_available():
+            raise forms.ValidationError("BERTScore needs the ML extra (pip install -r requirements-ml.txt).")
+        return value
+
+
+class CompareForm(forms.Form):
+    runs = forms.ModelMultipleChoiceField(queryset=EvaluationRun.objects.select_related("agent", "release"))
+
+
+class DatasetCompareForm(forms.Form):
+    release_a = forms.ModelChoiceField(queryset=Release.objects.all(), label="Release on the x axis")
+    release_b = forms.ModelChoiceField(queryset=Release.objects.all(), label="Release on the y axis")
+    metric = forms.ChoiceField(choices=METRICS, initial="test_correct")

@@ -1,0 +1,93 @@
+"""python manage.py evaluate --release R --agent A [--wait | --inline]
+
+R is a release id or "name" / "name@version" (latest version by default); A is an agent id or
+name ("gold", "always_reply" and "first_api" name the built-in reference agents). Without
+--wait/--inline the run is queued for the Celery worker and the command returns.
+"""
+from __future__ import annotations
+
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from curation.models import Release
+from evaluation import metrics as M
+from evaluation import services
+from evaluation import similarity as S
+from evaluation.models import Agent, AgentMode, EvaluationRun
+
+
+def find_release(value: str) -> Release:
+    if value.isdigit():
+        release = Release.objects.filter(pk=int(value)).first()
+    else:
+        name, _, version = value.partition("@")
+        qs = Release.objects.filter(name=name)
+        if version:
+            qs = qs.filter(version=int(version))
+        release = qs.order_by("-version").first()
+    if release is None:
+        raise CommandError(f"no release {value!r}")
+    return release
+
+
+def find_agent(value: str) -> Agent:
+    services.reference_agents_ensure()
+    builtin = {"gold": AgentMode.GOLD, "always_reply": AgentMode.ALWAYS_REPLY, "first_api": AgentMode.FIRST_API}
+    if value in builtin:
+        return Agent.objects.filter(mode=builtin[value]).order_by("id").first()
+    agent = Agent.objects.filter(pk=int(value)).first() if value.isdigit() else Agent.objects.filter(name=value).first()
+    if agent is None:
+        raise CommandError(f"no agent {value!r}")
+    return agent
+
+
+class Command(BaseCommand):
+    help = "Evaluate an agent on a release and print the paper's seven metrics."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--release", required=True)
+        parser.add_argument("--agent", required=True)
+        parser.add_argument("--wait", action="store_true", help="wait for the Celery worker to finish the run")
+        parser.add_argument("--inline", action="store_true", help="run the tests in this process (no worker)")
+        parser.add_argument("--similarity", choices=S.CHOICES, default=S.AUTO)
+        parser.add_argument("--threshold", type=float, default=None)
+        parser.add_argument("--concurrency", type=int, default=None)
+        parser.add_argument("--timeout", type=float, default=0, help="--wait: give up after this many seconds")
+
+    def handle(self, *args, **opts) -> None:
+        release, agent = find_release(opts["release"]), find_agent(opts["agent"])
+        try:
+            run = services.run_create(agent=agent, release=release, similarity=opts["similarity"],
+                                      threshold=opts["threshold"], concurrency=opts["concurrency"],
+                                      start=not opts["inline"])
+        except (services.EvaluationError, S.SimilarityUnavailable) as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(f"run #{run.pk}: {agent.name} on {release}, {run.total} tests, similarity {run.similarity}")
+        if opts["inline"]:
+            run = services.run_execute_inline(run=run)
+        elif opts["wait"]:
+            deadline = time.monotonic() + opts["timeout"] if opts["timeout"] else None
+            last = -1
+            while True:
+                run.refresh_from_db()
+                if not run.is_active:
+                    break
+                if run.done != last:
+                    self.stdout.write(f"  {run.done}/{run.total}")
+                    last = run.done
+                if deadline and time.monotonic() > deadline:
+                    raise CommandError(f"run #{run.pk} still {run.status} after {opts['timeout']} s (is a worker running?)")
+                time.sleep(1.0)
+        else:
+            self.stdout.write("queued for the worker; follow it on the evaluation page or rerun with --wait")
+            return
+        self.print_report(run)
+        if run.status != EvaluationRun.Status.SUCCEEDED:
+            raise CommandError(f"run #{run.pk} ended {run.status}: {run.error}")
+
+    def print_report(self, run: EvaluationRun) -> None:
+        report = services.run_current_report(run)
+        self.stdout.write(f"run #{run.pk} {run.status}; reply similarity: {report['similarity_detail']}, "
+                          f"threshold {run.threshold}; unparseable answers: {report['unparseable']}")
+        self.stdout.write(services.metric_table(M.metrics_from_json(report["metrics"])))

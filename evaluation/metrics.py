@@ -1,0 +1,357 @@
+"""The paper's seven evaluation dimensions (§4.3), confidence intervals, breakdowns, correlations.
+
+Pure functions on plain data: no Django, no model rows. A test outcome is an :class:`Outcome`;
+:func:`judge` turns an expected output and a predicted action into one, and
+:func:`compute_metrics` aggregates outcomes into numerators and denominators:
+
+=======================  ==============================================  =======================
+metric                   denominator                                     numerator
+=======================  ==============================================  =======================
+reply recall             tests whose expected action is a reply          … where the agent replied
+correct reply            tests where expected and predicted are replies  … with similarity ≥ threshold
+API recall               tests whose expected action is an API call      … where the agent called an API
+correct API              tests where expected and predicted are API calls … with the expected API name
+correct API parameters   tests where the agent called the expected API   … with the expected parameters
+test correctness         all tests                                       … fully correct
+conversation correctness conversations                                   … whose tests are all correct
+=======================  ==============================================  =======================
+"""
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+REPLY = "reply"
+API_CALL = "api_call"
+INVALID = "invalid"
+
+METRICS: list[tuple[str, str]] = [
+    ("reply_recall", "Reply recall"),
+    ("reply_correct", "Correct reply"),
+    ("api_recall", "API recall"),
+    ("api_correct", "Correct API"),
+    ("params_correct", "Correct API parameters"),
+    ("test_correct", "Test correctness"),
+    ("conversation_correct", "Conversation correctness"),
+]
+METRIC_LABELS = dict(METRICS)
+METRIC_KEYS = [k for k, _ in METRICS]
+
+
+@dataclass
+class Outcome:
+    """The judged result of one test."""
+
+    conversation_id: Any
+    expected_type: str
+    predicted_type: str
+    reply_recalled: bool = False
+    reply_correct: bool = False
+    api_recalled: bool = False
+    api_correct: bool = False
+    params_correct: bool = False
+    correct: bool = False
+    similarity: float | None = None
+    reason: str = ""
+    groups: dict[str, list[str]] = field(default_factory=dict)  # breakdown key -> group names
+
+    def counts(self) -> dict[str, tuple[int, int]]:
+        """(numerator, denominator) contributions of this test to each test-level metric."""
+        is_reply = self.expected_type == REPLY
+        is_api = self.expected_type == API_CALL
+        return {
+            "reply_recall": (int(is_reply and self.reply_recalled), int(is_reply)),
+            "reply_correct": (int(self.reply_recalled and self.reply_correct), int(self.reply_recalled)),
+            "api_recall": (int(is_api and self.api_recalled), int(is_api)),
+            "api_correct": (int(self.api_recalled and self.api_correct), int(self.api_recalled)),
+            "params_correct": (int(self.api_correct and self.params_correct), int(self.api_correct)),
+            "test_correct": (int(self.correct), 1),
+        }
+
+
+@dataclass
+class Metric:
+    key: str
+    label: str
+    numerator: int
+    denominator: int
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    @property
+    def value(self) -> float | None:
+        return self.numerator / self.denominator if self.denominator else None
+
+    @property
+    def percent(self) -> float | None:
+        v = self.value
+        return None if v is None else 100.0 * v
+
+    @property
+    def ci_percent(self) -> tuple[float, float] | None:
+        if self.ci_low is None or self.ci_high is None:
+            return None
+        return 100.0 * self.ci_low, 100.0 * self.ci_high
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["value"] = self.value
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Metric":
+        return cls(d["key"], d.get("label") or METRIC_LABELS.get(d["key"], d["key"]), int(d["numerator"]),
+                   int(d["denominator"]), d.get("ci_low"), d.get("ci_high"))
+
+
+# --------------------------------------------------------------------------- normalisation
+
+
+_SPACE = re.compile(r"\s+")
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_BOOLS = {"true": True, "yes": True, "false": False, "no": False}
+_NULLS = {"", "none", "null"}
+
+
+def normalise_value(value: Any) -> Any:
+    """A canonical form so that 812, "812", " 812 " and 812.0 compare equal, and so do
+    "John  Smith" and "john smith", True and "true", None and "null"; lists and dicts recurse."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+            return str(value)
+        return int(value) if float(value).is_integer() else round(float(value), 9)
+    if isinstance(value, str):
+        text = _SPACE.sub(" ", value).strip()
+        low = text.lower()
+        if low in _NULLS:
+            return None
+        if low in _BOOLS:
+            return _BOOLS[low]
+        plain = text.replace(",", "") if re.fullmatch(r"[+-]?\d{1,3}(,\d{3})+(\.\d+)?", text) else text
+        if _NUMBER.match(plain):
+            return normalise_value(float(plain)) if not re.fullmatch(r"[+-]?0\d+", plain) else low
+        return low
+    if isinstance(value, dict):
+        return {normalise_key(k): normalise_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        items = [normalise_value(v) for v in value]
+        return items if not isinstance(value, set) else sorted(items, key=repr)
+    return normalise_value(str(value))
+
+
+def normalise_key(key: Any) -> str:
+    return _SPACE.sub("_", str(key).strip()).lower()
+
+
+def normalise_name(name: Any) -> str:
+    return normalise_key(name or "")
+
+
+def params_match(expected: dict[str, Any] | None, predicted: dict[str, Any] | None) -> bool:
+    """Same parameter names with equal values after normalisation.
+
+    A predicted parameter left null counts as absent (agents often spell out optional
+    parameters they do not use); any other extra or missing parameter is a mismatch.
+    """
+    exp = {normalise_key(k): normalise_value(v) for k, v in (expected or {}).items()}
+    pred = {normalise_key(k): normalise_value(v) for k, v in (predicted or {}).items()}
+    exp = {k: v for k, v in exp.items() if v is not None}
+    pred = {k: v for k, v in pred.items() if v is not None}
+    return exp == pred
+
+
+# --------------------------------------------------------------------------- judging
+
+
+def judge(expected: dict[str, Any], action: dict[str, Any], *, similarity: float | None = None,
+          threshold: float = 0.55, conversation_id: Any = None,
+          groups: dict[str, list[str]] | None = None) -> Outcome:
+    """Judge one predicted action against the expected one.
+
+    `expected` is ``{"type": "reply", "content"}`` or ``{"type": "api_call", "name", "parameters"}``;
+    `action` has the same shape, or ``{"type": "invalid", "reason"}`` for a reply that could not be
+    parsed (it is wrong on every dimension it enters). `similarity` is the reply similarity, needed
+    only when both are replies.
+    """
+    etype = expected.get("type")
+    ptype = action.get("type") if action.get("type") in (REPLY, API_CALL) else INVALID
+    out = Outcome(conversation_id=conversation_id, expected_type=etype, predicted_type=ptype,
+                  groups=dict(groups or {}), reason=str(action.get("reason", "")) if ptype == INVALID else "")
+    if etype == REPLY:
+        out.reply_recalled = ptype == REPLY
+        if out.reply_recalled:
+            if similarity is None:
+                raise ValueError("a similarity is needed to judge a reply against a reply")
+            out.similarity = float(similarity)
+            out.reply_correct = out.similarity >= threshold
+        out.correct = out.reply_correct
+    elif etype == API_CALL:
+        out.api_recalled = ptype == API_CALL
+        if out.api_recalled:
+            out.api_correct = normalise_name(action.get("name")) == normalise_name(expected.get("name"))
+            if out.api_correct:
+                out.params_correct = params_match(expected.get("parameters"), action.get("parameters"))
+        out.correct = out.params_correct
+    else:
+        raise ValueError(f"unknown expected type {etype!r}")
+    if ptype == INVALID and not out.reason:
+        out.reason = "the reply could not be parsed"
+    return out
+
+
+# --------------------------------------------------------------------------- aggregation
+
+
+def _conversation_table(outcomes: Iterable[Outcome]) -> list[list[int]]:
+    """Per conversation: summed (num, den) per test metric, then (all correct, 1)."""
+    keys = METRIC_KEYS[:-1]
+    convs: dict[Any, list[int]] = {}
+    for o in outcomes:
+        row = convs.setdefault(o.conversation_id, [0] * (2 * len(keys)) + [1, 1])
+        for i, (num, den) in enumerate(o.counts()[k] for k in keys):
+            row[2 * i] += num
+            row[2 * i + 1] += den
+        if not o.correct:
+            row[-2] = 0
+    return list(convs.values())
+
+
+def _metrics_from_rows(rows: list[list[int]]) -> dict[str, tuple[int, int]]:
+    totals = [sum(col) for col in zip(*rows)] if rows else [0] * (2 * len(METRIC_KEYS))
+    return {k: (totals[2 * i], totals[2 * i + 1]) for i, k in enumerate(METRIC_KEYS)}
+
+
+def compute_metrics(outcomes: Iterable[Outcome], *, bootstrap: int = 0, seed: int = 0,
+                    level: float = 0.95) -> dict[str, Metric]:
+    """The seven metrics with numerators and denominators; with `bootstrap` > 0, percentile
+    confidence intervals from resampling whole conversations (tests of one conversation are
+    not independent)."""
+    rows = _conversation_table(outcomes)
+    counts = _metrics_from_rows(rows)
+    result = {k: Metric(k, METRIC_LABELS[k], *counts[k]) for k in METRIC_KEYS}
+    if bootstrap and rows:
+        intervals = bootstrap_intervals(rows, bootstrap, seed=seed, level=level)
+        for k, (lo, hi) in intervals.items():
+            result[k].ci_low, result[k].ci_high = lo, hi
+    return result
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    pos = q * (len(sorted_values) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def bootstrap_intervals(rows: list[list[int]], n: int, *, seed: int = 0,
+                        level: float = 0.95) -> dict[str, tuple[float | None, float | None]]:
+    rng = random.Random(seed)
+    k = len(rows)
+    width = len(rows[0])
+    samples: dict[str, list[float]] = {key: [] for key in METRIC_KEYS}
+    for _ in range(n):
+        totals = [0] * width
+        for idx in rng.choices(range(k), k=k):
+            r = rows[idx]
+            for j in range(width):
+                totals[j] += r[j]
+        for i, key in enumerate(METRIC_KEYS):
+            den = totals[2 * i + 1]
+            if den:
+                samples[key].append(totals[2 * i] / den)
+    alpha = (1 - level) / 2
+    out: dict[str, tuple[float | None, float | None]] = {}
+    for key, values in samples.items():
+        values.sort()
+        out[key] = (_percentile(values, alpha), _percentile(values, 1 - alpha)) if values else (None, None)
+    return out
+
+
+def breakdown(outcomes: list[Outcome], key: str) -> dict[str, dict[str, Metric]]:
+    """Metrics per group of `key` (a test may sit in several groups, e.g. two noise kinds)."""
+    groups: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        for g in o.groups.get(key) or []:
+            groups.setdefault(g, []).append(o)
+    return {g: compute_metrics(items) for g, items in sorted(groups.items())}
+
+
+STAGES = ("early", "middle", "late")
+
+
+def stage_of(rank: int, count: int) -> str:
+    """Which third of its conversation's tests a test falls in (rank is 0-based)."""
+    if count <= 1:
+        return "early"
+    return STAGES[min(2, (3 * rank) // count)]
+
+
+def stages_by_position(items: Iterable[tuple[Any, Any, int]]) -> dict[Any, str]:
+    """``[(test key, conversation id, position)] -> {test key: stage}``."""
+    convs: dict[Any, list[tuple[int, Any]]] = {}
+    for key, conv, pos in items:
+        convs.setdefault(conv, []).append((pos, key))
+    out = {}
+    for members in convs.values():
+        members.sort(key=lambda t: (t[0], str(t[1])))
+        for rank, (_, key) in enumerate(members):
+            out[key] = stage_of(rank, len(members))
+    return out
+
+
+# --------------------------------------------------------------------------- correlation
+
+
+def pearson(xs: list[float], ys: list[float]) -> float | None:
+    n = len(xs)
+    if n != len(ys) or n < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx == 0 or syy == 0:
+        return None
+    return sxy / math.sqrt(sxx * syy)
+
+
+def ranks(values: list[float]) -> list[float]:
+    """1-based ranks, ties get the average of the ranks they span."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        avg = (i + j) / 2 + 1
+        for t in range(i, j + 1):
+            out[order[t]] = avg
+        i = j + 1
+    return out
+
+
+def spearman(xs: list[float], ys: list[float]) -> float | None:
+    if len(xs) != len(ys) or len(xs) < 2:
+        return None
+    return pearson(ranks(xs), ranks(ys))
+
+
+def metrics_to_json(metrics: dict[str, Metric]) -> dict[str, dict[str, Any]]:
+    return {k: m.to_dict() for k, m in metrics.items()}
+
+
+def metrics_from_json(data: dict[str, Any]) -> dict[str, Metric]:
+    return {k: Metric.from_dict(v) for k, v in (data or {}).items() if k in METRIC_LABELS}
+
+
+Judge = Callable[[dict[str, Any], dict[str, Any]], Outcome]

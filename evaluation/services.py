@@ -1,0 +1,471 @@
+"""Evaluation workflows: agents, runs on releases, one test at a time, reports and comparisons.
+
+A run is created with one pending TestResult per release test. Celery "lanes" (at most
+`run.concurrency` of them) each claim one pending result with a conditional update, ask the agent,
+judge the answer and store it, then enqueue the next step of the lane. The last lane to find
+nothing left finishes the run: metrics with bootstrap confidence intervals and the breakdowns are
+stored on the run. Cancel stops the lanes; resume puts unfinished and failed tests back to pending.
+
+The LLM call happens outside any database transaction on purpose: SQLite runs in IMMEDIATE mode
+and would hold the write lock for the whole call.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.db.models import Count, F, Q
+from django.utils import timezone
+
+from curation.models import Release, ReleaseTest
+from evaluation import metrics as M
+from evaluation import similarity as S
+from evaluation.agents import (
+    PROMPT_TEMPLATE,
+    PROMPT_VERSION,
+    build_messages,
+    parse_function_answer,
+    parse_json_answer,
+    reference_action,
+    tools_from_apis,
+)
+from evaluation.models import Agent, AgentMode, EvaluationRun, ResultState, RunStatus, TestResult
+
+LLM_STAGE = "evaluation"
+BOOTSTRAP_SAMPLES = 1000
+REFERENCE_AGENTS = [
+    ("Reference: gold", AgentMode.GOLD, "Answers the expected output of every test: 100 % everywhere."),
+    ("Reference: always reply", AgentMode.ALWAYS_REPLY, "Always sends the same clarifying message."),
+    ("Reference: always the first API", AgentMode.FIRST_API, "Always calls the first API of the test, without parameters."),
+]
+
+
+class EvaluationError(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------- agents
+
+
+@transaction.atomic
+def reference_agents_ensure() -> list[Agent]:
+    agents = []
+    for name, mode, description in REFERENCE_AGENTS:
+        agent, _ = Agent.objects.get_or_create(name=name, defaults={"mode": mode, "description": description,
+                                                                   "api_key_env": ""})
+        agents.append(agent)
+    return agents
+
+
+@transaction.atomic
+def agent_create(*, name: str, mode: str = AgentMode.PROMPT, knowledge: str = Agent.Knowledge.PROCEDURE,
+                 base_url: str = "", api_key_env: str = "OPENAI_API_KEY", model: str = "",
+                 temperature: float = 0.0, description: str = "") -> Agent:
+    if api_key_env and not api_key_env.replace("_", "").isalnum():
+        raise EvaluationError("the API key setting is the NAME of an environment variable, e.g. OPENAI_API_KEY")
+    return Agent.objects.create(name=name, mode=mode, knowledge=knowledge, base_url=base_url.strip(),
+                                api_key_env=api_key_env.strip(), model=model.strip(), temperature=temperature,
+                                description=description)
+
+
+def agent_api_key(agent: Agent) -> str | None:
+    """The agent's key, read from the environment variable it names (None: the default key)."""
+    name = (agent.api_key_env or "").strip()
+    if not name or name == "OPENAI_API_KEY":
+        return None
+    return os.environ.get(name, "")
+
+
+# --------------------------------------------------------------------------- runs
+
+
+@transaction.atomic
+def run_create(*, agent: Agent, release: Release, created_by=None, similarity: str = S.AUTO,
+               threshold: float | None = None, concurrency: int | None = None, start: bool = True) -> EvaluationRun:
+    """A queued run with one pending result per release test; started by a worker after commit."""
+    scorer = S.get_scorer(similarity)  # raises when BERTScore is asked for but not installed
+    entry_ids = list(release.entries.values_list("pk", flat=True))
+    if not entry_ids:
+        raise EvaluationError(f"release {release} has no tests")
+    if not agent.is_reference:
+        from generation.llm import endpoint_configured
+
+        if not endpoint_configured(agent.base_url or None):
+            raise EvaluationError("no LLM endpoint: set OPENAI_BASE_URL or give the agent a base URL")
+    run = EvaluationRun.objects.create(
+        agent=agent, release=release, created_by=created_by, similarity=scorer.name,
+        threshold=settings.BERTSCORE_THRESHOLD if threshold is None else threshold,
+        concurrency=concurrency or settings.LLM_MAX_CONCURRENCY, total=len(entry_ids),
+    )
+    TestResult.objects.bulk_create([TestResult(run=run, entry_id=pk) for pk in entry_ids], batch_size=500)
+    if start:
+        from evaluation.tasks import evaluate_start
+
+        transaction.on_commit(lambda: evaluate_start.delay(run.pk))
+    return run
+
+
+def _lanes_to_dispatch(run: EvaluationRun) -> int:
+    pending = run.results.filter(state=ResultState.PENDING).count()
+    return max(1, min(run.concurrency, pending)) if pending else 1
+
+
+def _dispatch(run_id: int, lanes: int) -> None:
+    from evaluation.tasks import evaluate_step
+
+    def send() -> None:
+        for _ in range(lanes):
+            evaluate_step.delay(run_id)
+
+    transaction.on_commit(send)
+
+
+@transaction.atomic
+def run_start(*, run_id: int, dispatch: bool = True) -> int:
+    """queued -> running; enqueue the lanes. Returns the number of lanes (0: nothing to do)."""
+    run = EvaluationRun.objects.select_for_update().get(pk=run_id)
+    if run.status != RunStatus.QUEUED:
+        return 0  # a duplicate start message: the first one already dispatched the lanes
+    run.check_transition(RunStatus.RUNNING)
+    run.status = RunStatus.RUNNING
+    run.started_at = timezone.now()
+    run.save(update_fields=["status", "started_at"])
+    lanes = _lanes_to_dispatch(run)
+    if dispatch:
+        _dispatch(run.pk, lanes)
+    return lanes
+
+
+@transaction.atomic
+def run_cancel(*, run: EvaluationRun) -> EvaluationRun:
+    run = EvaluationRun.objects.select_for_update().get(pk=run.pk)
+    run.check_transition(RunStatus.CANCELLED)
+    run.status = RunStatus.CANCELLED
+    run.finished_at = timezone.now()
+    run.save(update_fields=["status", "finished_at"])
+    return run
+
+
+def stale_before() -> Any:
+    """A claim older than this belongs to a lane that died (a whole call with all retries is shorter)."""
+    budget = settings.OPENAI_TIMEOUT * (settings.LLM_MAX_RETRIES + 1) + 120
+    return timezone.now() - timedelta(seconds=budget)
+
+
+@transaction.atomic
+def run_resume(*, run: EvaluationRun, dispatch: bool = True) -> tuple[EvaluationRun, int]:
+    """Failed or cancelled: retry unfinished and failed tests. Running: pick up tests whose lane
+    died (stale claims). Returns (run, lanes dispatched)."""
+    run = EvaluationRun.objects.select_for_update().get(pk=run.pk)
+    if run.status == RunStatus.RUNNING:
+        TestResult.objects.filter(run=run, state=ResultState.RUNNING, claimed_at__lt=stale_before()).update(
+            state=ResultState.PENDING, claimed_at=None)
+    else:
+        run.check_transition(RunStatus.RUNNING)
+        TestResult.objects.filter(run=run, state__in=[ResultState.RUNNING, ResultState.FAILED]).update(
+            state=ResultState.PENDING, claimed_at=None)
+        run.status = RunStatus.RUNNING
+        run.error = ""
+        run.finished_at = None
+        run.started_at = run.started_at or timezone.now()
+        run.save(update_fields=["status", "error", "finished_at", "started_at"])
+    lanes = _lanes_to_dispatch(run)
+    if dispatch:
+        _dispatch(run.pk, lanes)
+    return run, lanes
+
+
+def _claim(run_id: int) -> TestResult | None | bool:
+    """Claim one pending result. None: nothing pending. False: lost every race; try again later."""
+    for _ in range(20):
+        candidates = list(TestResult.objects.filter(run_id=run_id, state=ResultState.PENDING)
+                          .order_by("id").values_list("pk", flat=True)[:8])
+        if not candidates:
+            return None
+        pk = random.choice(candidates)  # spread concurrent lanes over different rows
+        won = TestResult.objects.filter(pk=pk, state=ResultState.PENDING).update(
+            state=ResultState.RUNNING, claimed_at=timezone.now(), attempts=F("attempts") + 1)
+        if won == 1:
+            return TestResult.objects.select_related("entry").get(pk=pk)
+    return False
+
+
+@dataclass
+class Answer:
+    action: dict[str, Any]
+    raw: str
+    latency_ms: int = 0
+    call_id: int | None = None
+
+
+def agent_answer(agent: Agent, data: dict[str, Any], *, key: str = "") -> Answer:
+    """Ask the agent for its next action on one test (raises LLMUnavailable / LLMFailed)."""
+    if agent.is_reference:
+        action = reference_action(agent.mode, data)
+        return Answer(action=action, raw=json.dumps(action, ensure_ascii=False))
+    from generation.llm import chat
+
+    functions = agent.mode == AgentMode.FUNCTIONS
+    result = chat(
+        stage=LLM_STAGE,
+        messages=build_messages(data, knowledge=agent.knowledge, functions=functions),
+        model=agent.model or settings.EVALUATION_MODEL,
+        temperature=agent.temperature,
+        tools=tools_from_apis(data.get("apis") or []) if functions else None,
+        key=key, template=PROMPT_TEMPLATE, template_version=PROMPT_VERSION,
+        base_url=agent.base_url or None, api_key=agent_api_key(agent),
+        # A re-evaluation asks the model again: cached answers would hide its variance.
+        use_cache=False,
+    )
+    if functions:
+        action = parse_function_answer(result.content, result.tool_calls)
+        raw = result.content or ""
+        if result.tool_calls:
+            raw = json.dumps({"content": result.content, "tool_calls": result.tool_calls}, ensure_ascii=False)
+    else:
+        action = parse_json_answer(result.content)
+        raw = result.content or ""
+    return Answer(action=action, raw=raw, latency_ms=result.latency_ms, call_id=result.call_id)
+
+
+def judge_answer(data: dict[str, Any], action: dict[str, Any], *, scorer: S.Scorer, threshold: float) -> M.Outcome:
+    expected = data.get("expected") or {}
+    sim = None
+    if expected.get("type") == M.REPLY and action.get("type") == M.REPLY:
+        sim = scorer.score([action["content"]], [str(expected.get("content", ""))])[0]
+    return M.judge(expected, action, similarity=sim, threshold=threshold)
+
+
+def run_step(*, run_id: int) -> bool:
+    """Evaluate one pending test of a running run. True: call again (more work may be left)."""
+    from generation.llm import LLMFailed, LLMUnavailable
+
+    run = EvaluationRun.objects.select_related("agent").get(pk=run_id)
+    if run.status != RunStatus.RUNNING:
+        return False
+    result = _claim(run_id)
+    if result is False:
+        return True
+    if result is None:
+        run_finish_if_done(run_id=run_id)
+        return False
+    data = result.entry.data or {}
+    key = f"run{run.pk}:test{result.entry.test_id}"
+    fields: dict[str, Any]
+    try:
+        answer = agent_answer(run.agent, data, key=key)
+        outcome = judge_answer(data, answer.action, scorer=S.get_scorer(run.similarity), threshold=run.threshold)
+    except LLMUnavailable as exc:
+        TestResult.objects.filter(pk=result.pk).update(state=ResultState.PENDING, claimed_at=None)
+        run_fail(run_id=run_id, error=str(exc))
+        return False
+    except (LLMFailed, S.SimilarityUnavailable) as exc:
+        fields = {"state": ResultState.FAILED, "error": f"call failed: {exc}"[:2000],
+                  "llm_call_id": getattr(exc, "call_id", None)}
+    else:
+        reason = outcome.reason
+        if answer.action.get("note"):
+            reason = (reason + "; " if reason else "") + answer.action["note"]
+        fields = {
+            "state": ResultState.DONE, "raw_reply": answer.raw, "parsed": answer.action,
+            "predicted_type": outcome.predicted_type, "reply_recalled": outcome.reply_recalled,
+            "reply_correct": outcome.reply_correct, "api_recalled": outcome.api_recalled,
+            "api_correct": outcome.api_correct, "params_correct": outcome.params_correct,
+            "correct": outcome.correct, "similarity": outcome.similarity, "error": reason,
+            "latency_ms": answer.latency_ms, "llm_call_id": answer.call_id,
+        }
+    with transaction.atomic():
+        # Only the lane holding the claim writes; a stale lane that comes back late is ignored.
+        stored = TestResult.objects.filter(pk=result.pk, state=ResultState.RUNNING,
+                                           claimed_at=result.claimed_at).update(finished_at=timezone.now(), **fields)
+        if stored and fields["state"] == ResultState.DONE:
+            EvaluationRun.objects.filter(pk=run_id).update(done=F("done") + 1)
+    return True
+
+
+@transaction.atomic
+def run_fail(*, run_id: int, error: str) -> None:
+    run = EvaluationRun.objects.select_for_update().get(pk=run_id)
+    if run.can_move_to(RunStatus.FAILED):
+        run.status = RunStatus.FAILED
+        run.error = error[:4000]
+        run.finished_at = timezone.now()
+        run.save(update_fields=["status", "error", "finished_at"])
+
+
+def run_finish_if_done(*, run_id: int) -> bool:
+    """When no test is pending or in flight: store the report and close the run (idempotent)."""
+    if TestResult.objects.filter(run_id=run_id, state__in=[ResultState.PENDING, ResultState.RUNNING]).exists():
+        return False
+    run = EvaluationRun.objects.get(pk=run_id)
+    if run.status != RunStatus.RUNNING:
+        return False
+    report = run_report(run, bootstrap=BOOTSTRAP_SAMPLES)
+    failed = report["failed"]
+    with transaction.atomic():
+        run = EvaluationRun.objects.select_for_update().get(pk=run_id)
+        if run.status != RunStatus.RUNNING:
+            return False
+        run.metrics = report
+        run.done = report["evaluated"]
+        run.finished_at = timezone.now()
+        if failed:
+            run.status = RunStatus.FAILED
+            run.error = f"{failed} test(s) could not be evaluated (the LLM call failed); resume to retry them."
+        else:
+            run.status = RunStatus.SUCCEEDED
+        run.save(update_fields=["metrics", "done", "finished_at", "status", "error"])
+    return True
+
+
+def run_execute_inline(*, run: EvaluationRun, workers: int | None = None) -> EvaluationRun:
+    """Run every pending test in this process (command line, benchmark, tests): the same steps
+    the Celery lanes run, on `workers` threads."""
+    run.refresh_from_db()
+    if run.status == RunStatus.QUEUED:
+        run_start(run_id=run.pk, dispatch=False)
+    elif run.status != RunStatus.RUNNING:
+        run, _ = run_resume(run=run, dispatch=False)
+    workers = workers or run.concurrency
+
+    def lane() -> None:
+        try:
+            while run_step(run_id=run.pk):
+                pass
+        finally:
+            if threading.current_thread() is not threading.main_thread():
+                connection.close()
+
+    if workers <= 1:
+        lane()
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            for f in [pool.submit(lane) for _ in range(workers)]:
+                f.result()
+        close_old_connections()
+    run_finish_if_done(run_id=run.pk)
+    run.refresh_from_db()
+    return run
+
+
+# --------------------------------------------------------------------------- reports
+
+
+def _groups_for(entries: list[tuple[int, int, int, dict]]) -> dict[int, dict[str, list[str]]]:
+    """entry pk -> {"noise": [...], "stage": [...]} for the breakdowns."""
+    stages = M.stages_by_position((pk, conv, pos) for pk, conv, pos, _ in entries)
+    out = {}
+    for pk, _conv, _pos, data in entries:
+        kinds = [str(k) for k in (data.get("noise_kinds") or []) if k] if isinstance(data, dict) else []
+        out[pk] = {"noise": sorted(set(kinds)) or ["no noise"], "stage": [stages[pk]]}
+    return out
+
+
+def run_outcomes(run: EvaluationRun) -> list[M.Outcome]:
+    entries = list(ReleaseTest.objects.filter(release_id=run.release_id)
+                   .values_list("pk", "conversation_id", "position", "data"))
+    groups = _groups_for(entries)
+    expected_type = {pk: (data.get("expected") or {}).get("type") for pk, _c, _p, data in entries}
+    conv = {pk: c for pk, c, _p, _d in entries}
+    outcomes = []
+    for r in run.results.filter(state=ResultState.DONE).values(
+            "entry_id", "predicted_type", "reply_recalled", "reply_correct", "api_recalled", "api_correct",
+            "params_correct", "correct", "similarity", "error"):
+        outcomes.append(M.Outcome(
+            conversation_id=conv[r["entry_id"]], expected_type=expected_type[r["entry_id"]],
+            predicted_type=r["predicted_type"], reply_recalled=r["reply_recalled"],
+            reply_correct=r["reply_correct"], api_recalled=r["api_recalled"], api_correct=r["api_correct"],
+            params_correct=r["params_correct"], correct=r["correct"], similarity=r["similarity"],
+            reason=r["error"], groups=groups[r["entry_id"]],
+        ))
+    return outcomes
+
+
+def run_report(run: EvaluationRun, *, bootstrap: int = 0) -> dict[str, Any]:
+    outcomes = run_outcomes(run)
+    states = dict(run.results.values_list("state").annotate(n=Count("id")).values_list("state", "n"))
+    metrics = M.compute_metrics(outcomes, bootstrap=bootstrap, seed=run.pk or 0)
+    return {
+        "similarity": run.similarity,
+        "similarity_detail": S.describe(run.similarity),
+        "threshold": run.threshold,
+        "evaluated": len(outcomes),
+        "failed": states.get(ResultState.FAILED, 0),
+        "unparseable": sum(1 for o in outcomes if o.predicted_type == M.INVALID),
+        "bootstrap": bootstrap,
+        "metrics": M.metrics_to_json(metrics),
+        "by_noise": {g: M.metrics_to_json(m) for g, m in M.breakdown(outcomes, "noise").items()},
+        "by_stage": {g: M.metrics_to_json(m) for g, m in M.breakdown(outcomes, "stage").items()},
+    }
+
+
+def run_current_report(run: EvaluationRun) -> dict[str, Any]:
+    """The stored report of a finished run, or a live one (no intervals) while it runs."""
+    if run.metrics and run.metrics.get("metrics") and not run.is_active:
+        return run.metrics
+    return run_report(run, bootstrap=0)
+
+
+def run_progress(run: EvaluationRun) -> dict[str, int]:
+    counts = dict(run.results.values_list("state").annotate(n=Count("id")).values_list("state", "n"))
+    return {state: counts.get(state, 0) for state in ResultState.values} | {"total": run.total}
+
+
+def runs_compare(runs: list[EvaluationRun]) -> list[dict[str, Any]]:
+    rows = []
+    for run in runs:
+        report = run_current_report(run)
+        rows.append({"run": run, "report": report, "metrics": M.metrics_from_json(report.get("metrics", {}))})
+    return rows
+
+
+def latest_runs_by_agent(release: Release) -> dict[int, EvaluationRun]:
+    out: dict[int, EvaluationRun] = {}
+    for run in (EvaluationRun.objects.filter(release=release, status=RunStatus.SUCCEEDED)
+                .select_related("agent").order_by("-finished_at", "-id")):
+        out.setdefault(run.agent_id, run)
+    return out
+
+
+def releases_compare(*, release_a: Release, release_b: Release, metric: str = "test_correct") -> dict[str, Any]:
+    """Figure 5: one point per agent with a finished run on both releases, and the correlations."""
+    if metric not in M.METRIC_LABELS:
+        raise EvaluationError(f"unknown metric {metric!r}")
+    runs_a, runs_b = latest_runs_by_agent(release_a), latest_runs_by_agent(release_b)
+    points = []
+    for agent_id in sorted(set(runs_a) & set(runs_b), key=lambda a: runs_a[a].agent.name):
+        ma = M.metrics_from_json(run_current_report(runs_a[agent_id]).get("metrics", {})).get(metric)
+        mb = M.metrics_from_json(run_current_report(runs_b[agent_id]).get("metrics", {})).get(metric)
+        if ma is None or mb is None or ma.value is None or mb.value is None:
+            continue
+        points.append({"label": runs_a[agent_id].agent.name, "x": 100 * ma.value, "y": 100 * mb.value,
+                       "run_a": runs_a[agent_id], "run_b": runs_b[agent_id]})
+    xs, ys = [p["x"] for p in points], [p["y"] for p in points]
+    return {"points": points, "pearson": M.pearson(xs, ys), "spearman": M.spearman(xs, ys),
+            "metric": metric, "metric_label": M.METRIC_LABELS[metric]}
+
+
+def metric_table(metrics: dict[str, M.Metric]) -> str:
+    """The Table 2 row as plain text (the management command prints it)."""
+    lines = [f"{'metric':<26} {'value':>7}  {'n/d':>13}  95% CI"]
+    for key in M.METRIC_KEYS:
+        m = metrics.get(key)
+        if m is None:
+            continue
+        value = f"{m.percent:6.1f}%" if m.value is not None else "     –"
+        ci = (f"[{100 * m.ci_low:.1f}, {100 * m.ci_high:.1f}]" if m.ci_low is not None and m.ci_high is not None
+              else "")
+        lines.append(f"{m.label:<26} {value:>7}  {m.numerator:>6}/{m.denominator:<6}  {ci}")
+    return "\n".join(lines)
+
+
+def pending_count(run: EvaluationRun) -> int:
+    return run.results.filter(Q(state=ResultState.PENDING) | Q(state=ResultState.RUNNING)).count()

