@@ -39,6 +39,11 @@ class ReviewItem(models.Model):
     decision = models.CharField(max_length=8, choices=Verdict.choices, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Submitted reviews, kept in step by the services while they hold the item's row lock; lets
+    # the queue order "one review short first" from an index instead of counting per request.
+    review_count = models.PositiveSmallIntegerField(default=0)
+    # An ancestor artifact was rejected: nobody should spend time reviewing this one.
+    excluded = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["id"]
@@ -47,6 +52,10 @@ class ReviewItem(models.Model):
             models.CheckConstraint(condition=Q(stage__in=ReviewStage.values), name="reviewitem_stage_valid"),
             models.CheckConstraint(condition=Q(state__in=ItemState.values), name="reviewitem_state_valid"),
             models.CheckConstraint(condition=Q(required_reviews__gte=1), name="reviewitem_needs_a_review"),
+            # Never more verdicts than the item asked for.
+            models.CheckConstraint(
+                condition=Q(review_count__lte=models.F("required_reviews")), name="reviewitem_not_over_reviewed"
+            ),
             # A decision is recorded exactly when the item is decided.
             models.CheckConstraint(
                 condition=(Q(state="decided") & Q(decision__in=Verdict.values) & Q(decided_at__isnull=False))
@@ -54,10 +63,17 @@ class ReviewItem(models.Model):
                 name="reviewitem_decision_iff_decided",
             ),
         ]
-        indexes = [models.Index(fields=["stage", "state"])]
+        indexes = [
+            models.Index(fields=["stage", "state"]),
+            models.Index(fields=["stage", "state", "excluded", "has_warnings", "review_count"], name="reviewitem_queue_order"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.get_stage_display()} #{self.object_id}"
+
+    @property
+    def is_decided(self) -> bool:
+        return self.state == ItemState.DECIDED
 
 
 class Claim(models.Model):
@@ -71,7 +87,12 @@ class Claim(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["item", "annotator"], name="claim_unique_item_annotator"),
+            models.CheckConstraint(condition=Q(expires_at__gt=models.F("claimed_at")), name="claim_expires_after_claimed"),
         ]
+        indexes = [models.Index(fields=["item", "expires_at"])]
+
+    def is_active(self, now=None) -> bool:
+        return self.expires_at > (now or timezone.now())
 
 
 class Skip(models.Model):
@@ -103,12 +124,10 @@ class Review(models.Model):
         ]
 
     def is_blind_for(self, user) -> bool:
-        """True when `user` must not see this verdict yet (see curation.services)."""
-        from almita_web.roles import ADMIN, user_roles
+        """True when `user` must not see this verdict (the rule lives in services.reviews_visible_to)."""
+        from curation.services import reviews_visible_to
 
-        if user.pk == self.annotator_id or ADMIN in user_roles(user):
-            return False
-        return not Review.objects.filter(item_id=self.item_id, annotator_id=user.pk).exists()
+        return not reviews_visible_to(user).filter(pk=self.pk).exists()
 
 
 class Resolution(models.Model):
@@ -190,4 +209,21 @@ class ReleaseTest(models.Model):
         ordering = ["conversation_id", "position"]
         constraints = [
             models.UniqueConstraint(fields=["release", "test_id"], name="releasetest_unique"),
+        ]
+
+
+class ReleaseRecord(models.Model):
+    """A supporting object frozen into a release (intent, procedure with APIs, graph, path,
+    conversation), in the import format's record shape, so the JSONL export of a release never
+    reads live rows."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="records")
+    kind = models.CharField(max_length=32)
+    object_id = models.PositiveBigIntegerField()
+    data = models.JSONField()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["release", "kind", "object_id"], name="releaserecord_unique"),
         ]

@@ -1,0 +1,112 @@
+"""What annotators check at each stage, and the reason codes a rejection may carry.
+
+The structural reason codes are the validator rule ids of ``generation.pipeline.validate.RULES``
+(stable ids, so automatic warnings and human rejections speak the same language); the other codes
+cover what only a person can judge, following the paper's stage rules (§3.2–§3.8).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from curation.models import ReviewStage
+from generation.pipeline.validate import RULES
+
+OTHER = "OTHER"
+
+
+@dataclass(frozen=True)
+class StageGuide:
+    summary: str
+    checks: tuple[str, ...]
+    rule_prefix: str
+    human_codes: tuple[tuple[str, str], ...]
+
+
+GUIDES: dict[str, StageGuide] = {
+    ReviewStage.PROCEDURE: StageGuide(
+        summary="A procedure tells a support agent exactly how to resolve one intent; its APIs are the "
+                "agent-side tools it needs.",
+        checks=(
+            "The steps are specific and granular; no general statements such as \u201cexplain the policy\u201d.",
+            "Every conditional has a clear resolution inside the procedure.",
+            "Steps are agent actions or API calls, never browsing actions (\u201cclick the login page\u201d).",
+            "Each API is an agent API (not customer-facing), is actually needed, and declares its "
+            "inputs, output and a short description.",
+        ),
+        rule_prefix="PR-",
+        human_codes=(
+            ("PR-GENERAL", "Contains general or vague statements instead of precise steps."),
+            ("PR-OPEN-CONDITION", "A conditional has no clear resolution in the steps."),
+            ("PR-BROWSING", "A step is a browsing action rather than an agent action or API call."),
+            ("PR-OFF-INTENT", "The procedure does not solve the stated intent."),
+            ("PR-API-MISSING", "A step needs an API that is not in the API list."),
+            ("PR-API-WRONG", "An API is customer-facing, unused, or its parameters/output are wrong."),
+        ),
+    ),
+    ReviewStage.FLOWGRAPH: StageGuide(
+        summary="Nodes are agent actions (messages or API calls); edges are customer replies or API outputs.",
+        checks=(
+            "Every detail of the procedure appears in a node: reasons to fail, information to collect.",
+            "Exactly one start_message; conversations end only in end_message nodes.",
+            "Edges leaving an api node are labelled with the API outcome.",
+            "api nodes call APIs from the list, at the point the procedure calls them.",
+        ),
+        rule_prefix="FG-",
+        human_codes=(
+            ("FG-UNFAITHFUL", "The graph drops, adds or changes a step, branch or API call of the procedure."),
+            ("FG-WRONG-BRANCH", "A branch goes to the wrong next step for that reply or outcome."),
+        ),
+    ),
+    ReviewStage.CONVERSATION_GRAPH: StageGuide(
+        summary="The flowgraph rewritten as turns: assistant, user and api nodes, with noise turns marked in red.",
+        checks=(
+            "The root is an assistant node; assistant is followed by user; user by assistant or api; "
+            "api by api or assistant.",
+            "Only edges leaving api nodes carry labels (the API outcome).",
+            "Every branch of the flowgraph is still there.",
+            "Noise turns (red, dashed) are plausible off-topic customer turns that the agent deflects.",
+        ),
+        rule_prefix="CG-",
+        human_codes=(
+            ("CG-UNFAITHFUL", "The graph does not match its flowgraph."),
+            ("CG-BAD-NOISE", "A noise turn is implausible or breaks the conversation."),
+        ),
+    ),
+    ReviewStage.CONVERSATION: StageGuide(
+        summary="A conversation realises one sampled path of the conversation graph (highlighted in purple).",
+        checks=(
+            "The user speaks first and the conversation follows the highlighted path, turn by turn.",
+            "Every api call names a known API with all required parameters, using values said earlier "
+            "by the user or returned by an earlier API output.",
+            "Every api call is followed by its api_output, in JSON of the declared type.",
+            "Messages read naturally and the agent never invents facts.",
+        ),
+        rule_prefix="CV-",
+        human_codes=(
+            ("CV-OFF-PATH", "The conversation does not follow the highlighted path."),
+            ("CV-HALLUCINATION", "The agent states facts that come from nowhere."),
+            ("CV-UNNATURAL", "Turns are unnatural or contradictory."),
+        ),
+    ),
+}
+
+
+def reason_codes(stage: str) -> list[tuple[str, str]]:
+    """(code, description) pairs a reviewer may cite for `stage`, human judgements first."""
+    guide = GUIDES[stage]
+    codes = list(guide.human_codes)
+    codes += [(rule, text) for rule, text in RULES.items() if rule.startswith(guide.rule_prefix)]
+    codes.append((OTHER, "Another problem: describe it in the comment."))
+    return codes
+
+
+def reason_code_set(stage: str) -> frozenset[str]:
+    return frozenset(code for code, _ in reason_codes(stage))
+
+
+SKIP_REASONS: tuple[tuple[str, str], ...] = (
+    ("unsure", "Not sure: needs someone else"),
+    ("expertise", "Needs domain knowledge I lack"),
+    ("broken", "The item does not display correctly"),
+    ("conflict", "Conflict of interest (I wrote or imported it)"),
+)

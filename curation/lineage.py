@@ -1,0 +1,262 @@
+"""Review items for pipeline artifacts, their lineage, and the status cascade.
+
+Dependencies point curation → generation only, so generation never creates review items:
+:func:`items_sync` finds reviewable artifacts that have none and creates them in bulk. The queue
+calls it (throttled); the demo loader and jobs may call it directly.
+
+The cascade is a recomputation, not a diff: an artifact's status follows from its own decision and
+its ancestors' decisions, so reversing a decision and recomputing restores the earlier statuses.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+from django.conf import settings
+from django.db import models, transaction
+
+from curation.models import ItemState, ReviewItem, ReviewStage, Verdict
+from generation.models import (
+    Api,
+    Conversation,
+    ConversationGraph,
+    CurationStatus,
+    Flowgraph,
+    Procedure,
+    SampledPath,
+    Test,
+)
+
+STAGE_MODELS: dict[str, type[models.Model]] = {
+    ReviewStage.PROCEDURE: Procedure,
+    ReviewStage.FLOWGRAPH: Flowgraph,
+    ReviewStage.CONVERSATION_GRAPH: ConversationGraph,
+    ReviewStage.CONVERSATION: Conversation,
+}
+STAGE_ORDER = list(STAGE_MODELS)
+ADJUDICATION = "adjudication"
+STRICT = "strict"
+
+
+def required_reviews_for(stage: str) -> int:
+    """settings.REVIEWS_PER_STAGE = {"conversation": 1, ...} overrides REVIEWS_PER_ITEM per stage."""
+    per_stage = getattr(settings, "REVIEWS_PER_STAGE", None) or {}
+    return int(per_stage.get(stage, settings.REVIEWS_PER_ITEM))
+
+
+def policy_for(stage: str) -> str:
+    """settings.CURATION_POLICIES = {"flowgraph": "strict"}: the paper's rule (any reject rejects)."""
+    policies = getattr(settings, "CURATION_POLICIES", None) or {}
+    policy = policies.get(stage, ADJUDICATION)
+    if policy not in (ADJUDICATION, STRICT):
+        raise ValueError(f"CURATION_POLICIES[{stage!r}] = {policy!r}; use 'adjudication' or 'strict'")
+    return policy
+
+
+def artifact_for(item: ReviewItem) -> models.Model | None:
+    model = STAGE_MODELS[item.stage]
+    qs = model.objects.all()
+    if item.stage == ReviewStage.FLOWGRAPH:
+        qs = qs.select_related("procedure__intent")
+    elif item.stage == ReviewStage.CONVERSATION_GRAPH:
+        qs = qs.select_related("flowgraph__procedure__intent")
+    elif item.stage == ReviewStage.CONVERSATION:
+        qs = qs.select_related("path__conversation_graph__flowgraph", "procedure__intent")
+    else:
+        qs = qs.select_related("intent")
+    return qs.filter(pk=item.object_id).first()
+
+
+def ancestors(stage: str, object_id: int) -> list[tuple[str, int]]:
+    """Reviewable ancestors of an artifact, top down, as (stage, object_id)."""
+    if stage == ReviewStage.PROCEDURE:
+        return []
+    if stage == ReviewStage.FLOWGRAPH:
+        pid = Flowgraph.objects.filter(pk=object_id).values_list("procedure_id", flat=True).first()
+        return [(ReviewStage.PROCEDURE, pid)] if pid else []
+    if stage == ReviewStage.CONVERSATION_GRAPH:
+        row = ConversationGraph.objects.filter(pk=object_id).values_list("flowgraph__procedure_id", "flowgraph_id").first()
+        return [(ReviewStage.PROCEDURE, row[0]), (ReviewStage.FLOWGRAPH, row[1])] if row else []
+    row = (
+        Conversation.objects.filter(pk=object_id)
+        .values_list("procedure_id", "path__conversation_graph__flowgraph_id", "path__conversation_graph_id")
+        .first()
+    )
+    if not row:
+        return []
+    out = [(ReviewStage.PROCEDURE, row[0])]
+    if row[2]:
+        out += [(ReviewStage.FLOWGRAPH, row[1]), (ReviewStage.CONVERSATION_GRAPH, row[2])]
+    return out
+
+
+def blocked_above(stage: str, object_id: int) -> bool:
+    """True when a reviewable ancestor has been rejected."""
+    q = models.Q(pk__in=[])
+    for s, oid in ancestors(stage, object_id):
+        q |= models.Q(stage=s, object_id=oid)
+    return ReviewItem.objects.filter(q, state=ItemState.DECIDED, decision=Verdict.REJECT).exists()
+
+
+# --------------------------------------------------------------------------- cascade
+
+
+def _children(stage: str, ids: list[int]) -> list[tuple[str, list[int]]]:
+    if not ids:
+        return []
+    if stage == ReviewStage.PROCEDURE:
+        return [
+            (ReviewStage.FLOWGRAPH, list(Flowgraph.objects.filter(procedure_id__in=ids).values_list("pk", flat=True))),
+            # Conversations written straight from a procedure (A.7) hang off the procedure itself.
+            (ReviewStage.CONVERSATION, list(
+                Conversation.objects.filter(procedure_id__in=ids, path__isnull=True).values_list("pk", flat=True))),
+        ]
+    if stage == ReviewStage.FLOWGRAPH:
+        return [(ReviewStage.CONVERSATION_GRAPH, list(
+            ConversationGraph.objects.filter(flowgraph_id__in=ids).values_list("pk", flat=True)))]
+    if stage == ReviewStage.CONVERSATION_GRAPH:
+        return [(ReviewStage.CONVERSATION, list(
+            Conversation.objects.filter(path__conversation_graph_id__in=ids).values_list("pk", flat=True)))]
+    return []
+
+
+def _set_status(model, qs, status: str, summary: Counter) -> None:
+    changed = qs.exclude(status=status).update(status=status)
+    if changed:
+        summary[f"{model._meta.model_name}:{status}"] += changed
+
+
+def _recompute(stage: str, ids: list[int], blocked: bool, summary: Counter) -> None:
+    if not ids:
+        return
+    model = STAGE_MODELS[stage]
+    decisions = dict(
+        ReviewItem.objects.filter(stage=stage, object_id__in=ids, state=ItemState.DECIDED)
+        .values_list("object_id", "decision")
+    )
+    if blocked:
+        groups = {CurationStatus.EXCLUDED: ids}
+    else:
+        groups = {CurationStatus.ACCEPTED: [], CurationStatus.REJECTED: [], CurationStatus.PENDING: []}
+        for oid in ids:
+            d = decisions.get(oid)
+            key = {Verdict.ACCEPT: CurationStatus.ACCEPTED, Verdict.REJECT: CurationStatus.REJECTED}.get(d, CurationStatus.PENDING)
+            groups[key].append(oid)
+    for status, group in groups.items():
+        if not group:
+            continue
+        _set_status(model, model.objects.filter(pk__in=group), status, summary)
+        if stage == ReviewStage.PROCEDURE:
+            # The APIs are reviewed together with their procedure and share its status.
+            _set_status(Api, Api.objects.filter(procedure_id__in=group), status, summary)
+        if stage == ReviewStage.CONVERSATION_GRAPH:
+            path_status = CurationStatus.PENDING if status in (CurationStatus.ACCEPTED, CurationStatus.PENDING) else CurationStatus.EXCLUDED
+            _set_status(SampledPath, SampledPath.objects.filter(conversation_graph_id__in=group), path_status, summary)
+        if stage == ReviewStage.CONVERSATION:
+            # The tests of an accepted conversation count as curated.
+            test_status = {CurationStatus.ACCEPTED: CurationStatus.ACCEPTED, CurationStatus.PENDING: CurationStatus.PENDING}.get(
+                status, CurationStatus.EXCLUDED)
+            _set_status(Test, Test.objects.filter(conversation_id__in=group), test_status, summary)
+    ReviewItem.objects.filter(stage=stage, object_id__in=ids).exclude(excluded=blocked).update(excluded=blocked)
+    stopped = set(ids) if blocked else set(groups[CurationStatus.REJECTED])
+    for child_stage, child_ids in _children(stage, [i for i in ids if i in stopped]):
+        _recompute(child_stage, child_ids, True, summary)
+    for child_stage, child_ids in _children(stage, [i for i in ids if i not in stopped]):
+        _recompute(child_stage, child_ids, False, summary)
+
+
+def cascade_apply(item: ReviewItem) -> dict[str, int]:
+    """Recompute statuses of the item's artifact and everything below it; returns the changes."""
+    summary: Counter = Counter()
+    _recompute(item.stage, [item.object_id], blocked_above(item.stage, item.object_id), summary)
+    return dict(summary)
+
+
+def descendant_statuses(item: ReviewItem) -> dict[str, dict[str, int]]:
+    """{"conversation graphs": {"excluded": 2}, ...} for everything below the item's artifact."""
+    out: dict[str, dict[str, int]] = {}
+
+    def count(label: str, qs) -> None:
+        rows = qs.values("status").annotate(n=models.Count("pk")).order_by("status")
+        if rows:
+            out[label] = {r["status"]: r["n"] for r in rows}
+
+    oid = item.object_id
+    if item.stage == ReviewStage.PROCEDURE:
+        count("APIs", Api.objects.filter(procedure_id=oid))
+        count("flowgraphs", Flowgraph.objects.filter(procedure_id=oid))
+        count("conversation graphs", ConversationGraph.objects.filter(flowgraph__procedure_id=oid))
+        count("conversations", Conversation.objects.filter(procedure_id=oid))
+        count("tests", Test.objects.filter(conversation__procedure_id=oid))
+    elif item.stage == ReviewStage.FLOWGRAPH:
+        count("conversation graphs", ConversationGraph.objects.filter(flowgraph_id=oid))
+        count("sampled paths", SampledPath.objects.filter(conversation_graph__flowgraph_id=oid))
+        count("conversations", Conversation.objects.filter(path__conversation_graph__flowgraph_id=oid))
+        count("tests", Test.objects.filter(conversation__path__conversation_graph__flowgraph_id=oid))
+    elif item.stage == ReviewStage.CONVERSATION_GRAPH:
+        count("sampled paths", SampledPath.objects.filter(conversation_graph_id=oid))
+        count("conversations", Conversation.objects.filter(path__conversation_graph_id=oid))
+        count("tests", Test.objects.filter(conversation__path__conversation_graph_id=oid))
+    else:
+        count("tests", Test.objects.filter(conversation_id=oid))
+    return out
+
+
+# --------------------------------------------------------------------------- items_sync
+
+_last_sync = 0.0
+SYNC_INTERVAL_SECONDS = 5.0
+
+
+def _has_warnings(validation: Any) -> bool:
+    return bool(validation) if isinstance(validation, (list, dict)) else False
+
+
+@transaction.atomic
+def items_sync() -> int:
+    """Create the missing ReviewItems for every reviewable artifact; return how many were made.
+
+    Idempotent: the unique (stage, object_id) constraint plus ignore_conflicts make two
+    concurrent runs create each item once.
+    """
+    global _last_sync
+    any_rejected = ReviewItem.objects.filter(state=ItemState.DECIDED, decision=Verdict.REJECT).exists()
+    created = 0
+    for stage, model in STAGE_MODELS.items():
+        existing = ReviewItem.objects.filter(stage=stage).values("object_id")
+        rows = list(model.objects.exclude(pk__in=existing).values_list("pk", "validation"))
+        if not rows:
+            continue
+        warned = {pk for pk, validation in rows if _has_warnings(validation)}
+        if stage == ReviewStage.PROCEDURE:
+            for pid, validation in Api.objects.filter(procedure_id__in=[r[0] for r in rows]).values_list(
+                "procedure_id", "validation"
+            ):
+                if _has_warnings(validation):
+                    warned.add(pid)
+        required = required_reviews_for(stage)
+        blocked = {pk for pk, _ in rows if any_rejected and blocked_above(stage, pk)}
+        before = ReviewItem.objects.filter(stage=stage).count()
+        ReviewItem.objects.bulk_create(
+            [ReviewItem(stage=stage, object_id=pk, required_reviews=required, has_warnings=pk in warned,
+                        excluded=pk in blocked) for pk, _ in rows],
+            ignore_conflicts=True, batch_size=500,
+        )
+        created += ReviewItem.objects.filter(stage=stage).count() - before
+        if blocked:
+            # Born under a rejected ancestor: excluded at once, with everything below it.
+            _recompute(stage, sorted(blocked), True, Counter())
+    _last_sync = time.monotonic()
+    return created
+
+
+def items_sync_throttled() -> None:
+    """items_sync at most every few seconds per process: cheap enough to call from page views."""
+    if time.monotonic() - _last_sync >= SYNC_INTERVAL_SECONDS:
+        items_sync()
+
+
+def reset_sync_throttle() -> None:
+    global _last_sync
+    _last_sync = 0.0

@@ -1,0 +1,90 @@
+"""What the review and adjudication pages show of an item: its artifact, lineage and graphs.
+
+SVG comes from the pipeline's one renderer (``generation.pipeline.render.to_svg``) and is cached on
+the row's ``svg`` field; a conversation's graph with its path highlighted is cached in Django's
+cache, keyed by both rows. Graphviz escapes every label, so the markup is inlined as is.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.cache import cache
+from django.utils.safestring import mark_safe
+
+from curation.guidelines import GUIDES, reason_codes
+from curation.lineage import artifact_for
+from curation.models import ReviewItem, ReviewStage
+from generation.models import Api, ConversationGraph, Flowgraph, Procedure
+from generation.pipeline.formats import GraphFormatError, graph_from_json
+from generation.pipeline.render import GraphvizMissing, to_svg
+
+
+def _render(data: dict, highlight: list | None = None) -> tuple[str, str]:
+    """(svg, error) for a graph stored as graph_to_json data."""
+    try:
+        return to_svg(graph_from_json(data), highlight_path=highlight), ""
+    except GraphvizMissing as exc:
+        return "", str(exc)
+    except GraphFormatError as exc:
+        return "", f"The stored graph could not be read: {exc}"
+    except Exception as exc:  # dot failed or timed out: show the reason, keep the page usable
+        return "", f"The graph could not be drawn: {exc}"
+
+
+def cached_svg(row: Flowgraph | ConversationGraph) -> dict[str, Any]:
+    if not row.svg:
+        svg, error = _render(row.data)
+        if error:
+            return {"svg": "", "error": error}
+        row.svg = svg
+        type(row).objects.filter(pk=row.pk).update(svg=svg)
+    return {"svg": mark_safe(row.svg), "error": ""}
+
+
+def highlighted_svg(cg: ConversationGraph, path_nodes: list, conversation_id: int) -> dict[str, Any]:
+    key = f"curation:svg:cg{cg.pk}:cv{conversation_id}"
+    svg = cache.get(key)
+    if svg is None:
+        svg, error = _render(cg.data, highlight=list(path_nodes))
+        if error:
+            return {"svg": "", "error": error}
+        cache.set(key, svg, 24 * 3600)
+    return {"svg": mark_safe(svg), "error": ""}
+
+
+def _apis(procedure: Procedure) -> list[Api]:
+    return list(Api.objects.filter(procedure=procedure).order_by("name"))
+
+
+def item_context(item: ReviewItem) -> dict[str, Any]:
+    artifact = artifact_for(item)
+    ctx: dict[str, Any] = {
+        "item": item, "artifact": artifact, "guide": GUIDES[item.stage],
+        "reason_codes": reason_codes(item.stage), "graphs": [], "procedure": None, "apis": [],
+        "messages": [], "warnings": list(getattr(artifact, "validation", None) or []),
+    }
+    if artifact is None:
+        return ctx
+    if item.stage == ReviewStage.PROCEDURE:
+        procedure = artifact
+        for api in _apis(procedure):
+            ctx["warnings"] += [dict(w, where=f"API {api.name}: {w.get('where', '')}") for w in api.validation or []
+                                if isinstance(w, dict)]
+    elif item.stage == ReviewStage.FLOWGRAPH:
+        procedure = artifact.procedure
+        ctx["graphs"].append({"title": "Flowgraph", **cached_svg(artifact)})
+    elif item.stage == ReviewStage.CONVERSATION_GRAPH:
+        procedure = artifact.flowgraph.procedure
+        ctx["graphs"].append({"title": "Conversation graph", **cached_svg(artifact)})
+        ctx["graphs"].append({"title": "Its flowgraph", **cached_svg(artifact.flowgraph), "secondary": True})
+    else:
+        procedure = artifact.procedure
+        ctx["messages"] = artifact.messages
+        if artifact.path_id:
+            cg = artifact.path.conversation_graph
+            ctx["path"] = artifact.path
+            ctx["graphs"].append({"title": "Conversation graph, this conversation's path highlighted",
+                                  **highlighted_svg(cg, artifact.path.node_ids, artifact.pk)})
+    ctx["procedure"] = procedure
+    ctx["apis"] = _apis(procedure)
+    return ctx

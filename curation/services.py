@@ -1,0 +1,337 @@
+"""Curation workflows: claim, review, skip, undo, resolve; blind visibility; public read helpers.
+
+Concurrency contract of the queue: every change to an item's claims, reviews or state happens
+inside one transaction that holds the item's row lock (Postgres: SELECT … FOR UPDATE; SQLite:
+the IMMEDIATE transaction mode takes the database write lock when the block starts). So
+"submitted reviews + active claims ≤ required reviews" holds at every commit.
+
+Other apps use this module only: ``items_sync``, ``agreement_for_stage``, ``stage_funnel``,
+``reviews_visible_to``, ``curated_tests``.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from almita_web.roles import ADJUDICATOR, ADMIN, RESEARCHER, user_roles
+from curation.guidelines import OTHER, SKIP_REASONS, reason_code_set
+from curation.lineage import (  # noqa: F401  (re-exported for other apps)
+    STAGE_MODELS,
+    STRICT,
+    artifact_for,
+    cascade_apply,
+    descendant_statuses,
+    items_sync,
+    items_sync_throttled,
+    policy_for,
+)
+from curation.models import AuditEvent, Claim, ItemState, Resolution, Review, ReviewItem, ReviewStage, Skip, Verdict
+from curation.stats import (  # noqa: F401  (re-exported for other apps)
+    agreement_for_stage,
+    annotator_progress,
+    stage_funnel,
+    verdict_rows,
+)
+from generation.models import CurationStatus, Test
+
+
+class CurationError(Exception):
+    """A workflow step that is not allowed now; the message is shown to the user."""
+
+
+def _claim_expiry(now):
+    return now + timedelta(minutes=settings.CLAIM_MINUTES)
+
+
+def _audit(actor, action: str, item: ReviewItem | None, before: dict | None = None, after: dict | None = None) -> None:
+    AuditEvent.objects.create(actor=actor, action=action, item=item, before=before or {}, after=after or {})
+
+
+def _item_snapshot(item: ReviewItem) -> dict[str, Any]:
+    return {"state": item.state, "decision": item.decision, "review_count": item.review_count}
+
+
+def _review_snapshot(review: Review) -> dict[str, Any]:
+    return {"review_id": review.pk, "verdict": review.verdict, "reason_codes": list(review.reason_codes),
+            "comment": review.comment}
+
+
+def _lock_item(item_id: int) -> ReviewItem:
+    try:
+        return ReviewItem.objects.select_for_update().get(pk=item_id)
+    except ReviewItem.DoesNotExist:
+        raise CurationError("No such review item.") from None
+
+
+def _active_claims_of_others(item: ReviewItem, annotator, now) -> int:
+    return Claim.objects.filter(item=item, expires_at__gt=now).exclude(annotator=annotator).count()
+
+
+# --------------------------------------------------------------------------- queue
+
+
+def queue_candidates(*, stage: str, annotator, now=None) -> QuerySet[ReviewItem]:
+    """Open items of `stage` this annotator may take, best first.
+
+    Never one the annotator reviewed, skipped or already holds, never one whose reviews plus
+    active claims already reach its required count. Warnings first, then items closest to done.
+    """
+    now = now or timezone.now()
+    active_claims = (
+        Claim.objects.filter(item=OuterRef("pk"), expires_at__gt=now)
+        .order_by().values("item").annotate(c=Count("pk")).values("c")
+    )
+    return (
+        ReviewItem.objects.filter(stage=stage, state=ItemState.OPEN, excluded=False)
+        .filter(~Exists(Review.objects.filter(item=OuterRef("pk"), annotator=annotator)))
+        .filter(~Exists(Skip.objects.filter(item=OuterRef("pk"), annotator=annotator)))
+        .filter(~Exists(Claim.objects.filter(item=OuterRef("pk"), annotator=annotator, expires_at__gt=now)))
+        .alias(load=F("review_count") + Coalesce(Subquery(active_claims, output_field=IntegerField()), Value(0)))
+        .filter(load__lt=F("required_reviews"))
+        .order_by("-has_warnings", "-review_count", "id")
+    )
+
+
+def held_claim(*, annotator, stage: str | None = None, now=None) -> Claim | None:
+    now = now or timezone.now()
+    qs = Claim.objects.filter(annotator=annotator, expires_at__gt=now, item__state=ItemState.OPEN,
+                              item__excluded=False)
+    if stage:
+        qs = qs.filter(item__stage=stage)
+    return qs.select_related("item").order_by("claimed_at", "id").first()
+
+
+@transaction.atomic
+def review_claim_next(*, annotator, stage: str) -> ReviewItem | None:
+    """Claim the next item of `stage` for `annotator` (or return the one they already hold)."""
+    if stage not in ReviewStage.values:
+        raise CurationError(f"Unknown stage {stage!r}.")
+    now = timezone.now()
+    held = held_claim(annotator=annotator, stage=stage, now=now)
+    if held is not None:
+        return held.item
+    tried: list[int] = []
+    for _attempt in range(50):
+        try:
+            # A savepoint per attempt: rolling it back releases the row lock on an item found full.
+            with transaction.atomic():
+                return _claim_one(annotator, stage, now, tried)
+        except _ItemFull as full:
+            tried.append(full.item_id)
+    return None
+
+
+class _ItemFull(Exception):
+    def __init__(self, item_id: int) -> None:
+        self.item_id = item_id
+
+
+def _claim_one(annotator, stage: str, now, tried: list[int]) -> ReviewItem | None:
+    qs = queue_candidates(stage=stage, annotator=annotator, now=now).exclude(pk__in=tried)
+    # Skip rows other claimers hold right now; only when none is free, wait for a locked one,
+    # so "nothing returned" really means nothing is left for this annotator.
+    item = qs.select_for_update(skip_locked=True).first() or qs.select_for_update().first()
+    if item is None:
+        return None
+    # The row lock is ours; counts read now (a fresh snapshot) include every committed claim.
+    item.refresh_from_db()
+    if item.state != ItemState.OPEN or item.excluded or (
+        item.review_count + _active_claims_of_others(item, annotator, now) >= item.required_reviews
+    ):
+        raise _ItemFull(item.pk)
+    claim, _ = Claim.objects.update_or_create(
+        item=item, annotator=annotator, defaults={"claimed_at": now, "expires_at": _claim_expiry(now)}
+    )
+    _audit(annotator, AuditEvent.Action.CLAIM, item, _item_snapshot(item),
+           {"claim_id": claim.pk, "expires_at": claim.expires_at.isoformat()})
+    return item
+
+
+def _conclude(item: ReviewItem, actor) -> None:
+    """All required reviews are in: decide, or send to adjudication (item lock held)."""
+    verdicts = set(item.reviews.values_list("verdict", flat=True))
+    if len(verdicts) == 1:
+        _decide(item, verdicts.pop(), actor)
+    elif policy_for(item.stage) == STRICT:
+        _decide(item, Verdict.REJECT, actor)
+    else:
+        item.state = ItemState.DISAGREEMENT
+        item.save(update_fields=["state", "review_count"])
+
+
+def _decide(item: ReviewItem, decision: str, actor) -> None:
+    item.state = ItemState.DECIDED
+    item.decision = decision
+    item.decided_at = timezone.now()
+    item.save(update_fields=["state", "decision", "decided_at", "review_count"])
+    changes = cascade_apply(item)
+    _audit(actor, AuditEvent.Action.CASCADE, item, {}, {"decision": decision, "changed": changes})
+
+
+@transaction.atomic
+def review_submit(*, annotator, item_id: int, verdict: str, reason_codes: list[str] | None = None,
+                  comment: str = "") -> Review:
+    reason_codes = list(dict.fromkeys(reason_codes or []))
+    comment = comment.strip()
+    if verdict not in Verdict.values:
+        raise CurationError("The verdict must be accept or reject.")
+    item = _lock_item(item_id)
+    unknown = set(reason_codes) - reason_code_set(item.stage)
+    if unknown:
+        raise CurationError(f"Unknown reason code(s) for this stage: {', '.join(sorted(unknown))}.")
+    if verdict == Verdict.REJECT and not reason_codes:
+        raise CurationError("A rejection needs at least one reason.")
+    if OTHER in reason_codes and not comment:
+        raise CurationError("Reason OTHER needs a comment saying what is wrong.")
+    if Review.objects.filter(item=item, annotator=annotator).exists():
+        raise CurationError("You have already reviewed this item.")
+    if item.state != ItemState.OPEN:
+        raise CurationError("This item no longer takes reviews.")
+    now = timezone.now()
+    claim = Claim.objects.filter(item=item, annotator=annotator).first()
+    if claim is None:
+        raise CurationError("Take the item from the queue before reviewing it.")
+    if not claim.is_active(now) and item.review_count + _active_claims_of_others(item, annotator, now) >= item.required_reviews:
+        claim.delete()
+        raise CurationError("Your claim on this item expired and other annotators took it.")
+    before = _item_snapshot(item)
+    review = Review.objects.create(item=item, annotator=annotator, verdict=verdict, reason_codes=reason_codes,
+                                   comment=comment, created_at=now, updated_at=now)
+    claim.delete()
+    item.review_count += 1
+    if item.review_count >= item.required_reviews:
+        _conclude(item, annotator)
+    else:
+        item.save(update_fields=["review_count"])
+    _audit(annotator, AuditEvent.Action.VERDICT, item, before, {**_item_snapshot(item), **_review_snapshot(review)})
+    return review
+
+
+@transaction.atomic
+def review_skip(*, annotator, item_id: int, reason: str) -> Skip:
+    reason = reason.strip()
+    if not reason:
+        raise CurationError("Say why you skip the item.")
+    item = _lock_item(item_id)
+    if Review.objects.filter(item=item, annotator=annotator).exists():
+        raise CurationError("You have already reviewed this item; undo your verdict instead.")
+    if Skip.objects.filter(item=item, annotator=annotator).exists():
+        raise CurationError("You have already skipped this item.")
+    skip = Skip.objects.create(item=item, annotator=annotator, reason=reason[:300])
+    Claim.objects.filter(item=item, annotator=annotator).delete()
+    _audit(annotator, AuditEvent.Action.SKIP, item, _item_snapshot(item), {"reason": skip.reason})
+    return skip
+
+
+def last_review(*, annotator) -> Review | None:
+    return Review.objects.filter(annotator=annotator).select_related("item").order_by("-created_at", "-id").first()
+
+
+@transaction.atomic
+def review_undo(*, annotator) -> ReviewItem:
+    """Withdraw the annotator's most recent verdict while its item is undecided; they keep a claim."""
+    last = last_review(annotator=annotator)
+    if last is None:
+        raise CurationError("You have no verdict to undo.")
+    item = _lock_item(last.item_id)
+    last = Review.objects.filter(pk=last.pk).first()
+    if last is None:
+        raise CurationError("That verdict was already withdrawn.")
+    if item.state == ItemState.DECIDED:
+        raise CurationError("That item is already decided; its verdicts can no longer be undone.")
+    before = {**_item_snapshot(item), **_review_snapshot(last)}
+    last.delete()
+    now = timezone.now()
+    item.review_count -= 1
+    item.state = ItemState.OPEN
+    item.save(update_fields=["review_count", "state"])
+    Claim.objects.update_or_create(item=item, annotator=annotator,
+                                   defaults={"claimed_at": now, "expires_at": _claim_expiry(now)})
+    _audit(annotator, AuditEvent.Action.UNDO, item, before, _item_snapshot(item))
+    return item
+
+
+# --------------------------------------------------------------------------- adjudication
+
+
+def adjudication_queue(*, stage: str | None = None) -> QuerySet[ReviewItem]:
+    qs = ReviewItem.objects.filter(state=ItemState.DISAGREEMENT)
+    if stage:
+        qs = qs.filter(stage=stage)
+    return qs.order_by("-has_warnings", "id")
+
+
+def may_adjudicate(user, item: ReviewItem) -> bool:
+    """Adjudicators decide items they did not review themselves (admins may decide any)."""
+    roles = user_roles(user)
+    if ADMIN in roles:
+        return True
+    return ADJUDICATOR in roles and not item.reviews.filter(annotator=user).exists()
+
+
+@transaction.atomic
+def item_resolve(*, adjudicator, item_id: int, decision: str, note: str) -> ReviewItem:
+    """Decide a disputed item, or reverse an earlier decision; the cascade follows either way."""
+    note = note.strip()
+    if decision not in Verdict.values:
+        raise CurationError("The decision must be accept or reject.")
+    if not note:
+        raise CurationError("Write a note explaining the decision.")
+    item = _lock_item(item_id)
+    if item.state == ItemState.OPEN:
+        raise CurationError("This item still waits for its reviews.")
+    if not may_adjudicate(adjudicator, item):
+        raise CurationError("You reviewed this item yourself; another adjudicator must decide it.")
+    before = _item_snapshot(item)
+    previous = Resolution.objects.filter(item=item).first()
+    if previous:
+        before.update({"resolution_decision": previous.decision, "resolution_note": previous.note,
+                       "resolution_by": previous.adjudicator_id})
+    Resolution.objects.update_or_create(
+        item=item, defaults={"adjudicator": adjudicator, "decision": decision, "note": note,
+                             "created_at": timezone.now()},
+    )
+    _decide(item, decision, adjudicator)
+    _audit(adjudicator, AuditEvent.Action.RESOLVE, item, before, {**_item_snapshot(item), "note": note})
+    return item
+
+
+# --------------------------------------------------------------------------- blindness and reads
+
+
+def reviews_visible_to(user) -> QuerySet[Review]:
+    """The reviews `user` may see. The one blindness rule for pages, the admin and the API.
+
+    Admins see everything. Everyone sees their own reviews. Nobody else sees another annotator's
+    verdict while they could still act on it: adjudicators see verdicts once every review is in
+    (and not on items they reviewed themselves until decided, since undo stays possible);
+    researchers and annotators see them only on decided items (annotators: items they reviewed).
+    """
+    roles = user_roles(user)
+    if not roles and not getattr(user, "is_authenticated", False):
+        return Review.objects.none()
+    if ADMIN in roles:
+        return Review.objects.all()
+    mine = Review.objects.filter(item=OuterRef("item"), annotator=user)
+    visible = Q(annotator_id=user.pk)
+    if ADJUDICATOR in roles:
+        visible |= Q(item__state=ItemState.DECIDED) | (Q(item__state=ItemState.DISAGREEMENT) & ~Exists(mine))
+    if RESEARCHER in roles:
+        visible |= Q(item__state=ItemState.DECIDED)
+    visible |= Q(item__state=ItemState.DECIDED) & Exists(mine)
+    return Review.objects.filter(visible)
+
+
+def curated_tests() -> QuerySet[Test]:
+    """Tests whose conversation was accepted and no ancestor was rejected."""
+    return Test.objects.filter(status=CurationStatus.ACCEPTED)
+
+
+def skip_reason_label(code: str) -> str:
+    return dict(SKIP_REASONS).get(code, code)

@@ -1,0 +1,137 @@
+"""Read-only curation figures: the stage funnel, per-annotator progress, agreement, the verdict table.
+
+Agreement and the verdict table use complete items only (every required review submitted), so
+they never reveal a verdict to someone who could still review the item.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from itertools import combinations
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Q
+
+from curation.agreement import cohen_kappa, krippendorff_alpha_nominal, percent_agreement
+from curation.lineage import STAGE_MODELS
+from curation.models import Claim, ItemState, Review, ReviewItem, ReviewStage, Skip, Verdict
+from django.utils import timezone
+
+COMPLETE_STATES = (ItemState.DISAGREEMENT, ItemState.DECIDED)
+
+
+def stage_funnel() -> list[dict[str, Any]]:
+    """Per stage: artifacts, review items and where they stand."""
+    rows = {
+        r["stage"]: r
+        for r in ReviewItem.objects.values("stage").annotate(
+            items=Count("pk"),
+            n_excluded=Count("pk", filter=Q(excluded=True, state=ItemState.OPEN)),
+            unreviewed=Count("pk", filter=Q(state=ItemState.OPEN, review_count=0, excluded=False)),
+            partial=Count("pk", filter=Q(state=ItemState.OPEN, review_count__gt=0, excluded=False)),
+            disagreement=Count("pk", filter=Q(state=ItemState.DISAGREEMENT)),
+            accepted=Count("pk", filter=Q(state=ItemState.DECIDED, decision=Verdict.ACCEPT)),
+            rejected=Count("pk", filter=Q(state=ItemState.DECIDED, decision=Verdict.REJECT)),
+            n_warnings=Count("pk", filter=Q(has_warnings=True)),
+        )
+    }
+    out = []
+    for stage, label in ReviewStage.choices:
+        r = rows.get(stage, {})
+        items = r.get("items", 0)
+        decided = r.get("accepted", 0) + r.get("rejected", 0)
+        out.append({
+            "stage": stage, "label": label, "artifacts": STAGE_MODELS[stage].objects.count(),
+            "items": items, "unreviewed": r.get("unreviewed", 0), "partial": r.get("partial", 0),
+            "disagreement": r.get("disagreement", 0), "accepted": r.get("accepted", 0),
+            "rejected": r.get("rejected", 0), "excluded": r.get("n_excluded", 0), "warnings": r.get("n_warnings", 0),
+            "decided": decided, "percent_decided": round(100 * decided / items) if items else 0,
+        })
+    return out
+
+
+def annotator_progress(*, annotator=None) -> list[dict[str, Any]]:
+    """Reviews, accepts, rejects, skips and held claims per annotator and stage."""
+    reviews = Review.objects.all()
+    skips = Skip.objects.all()
+    claims = Claim.objects.filter(expires_at__gt=timezone.now(), item__state=ItemState.OPEN)
+    if annotator is not None:
+        reviews, skips, claims = (qs.filter(annotator=annotator) for qs in (reviews, skips, claims))
+    table: dict[tuple[str, str], dict[str, Any]] = defaultdict(
+        lambda: {"reviews": 0, "accepts": 0, "rejects": 0, "skips": 0, "claims": 0})
+    for r in reviews.values("annotator__username", "item__stage").annotate(
+        n=Count("pk"), acc=Count("pk", filter=Q(verdict=Verdict.ACCEPT)), rej=Count("pk", filter=Q(verdict=Verdict.REJECT))
+    ):
+        row = table[(r["annotator__username"], r["item__stage"])]
+        row.update(reviews=r["n"], accepts=r["acc"], rejects=r["rej"])
+    for r in skips.values("annotator__username", "item__stage").annotate(n=Count("pk")):
+        table[(r["annotator__username"], r["item__stage"])]["skips"] = r["n"]
+    for r in claims.values("annotator__username", "item__stage").annotate(n=Count("pk")):
+        table[(r["annotator__username"], r["item__stage"])]["claims"] = r["n"]
+    labels = dict(ReviewStage.choices)
+    order = {s: i for i, s in enumerate(ReviewStage.values)}
+    return [
+        {"annotator": user, "stage": stage, "stage_label": labels.get(stage, stage), **vals}
+        for (user, stage), vals in sorted(table.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9)))
+    ]
+
+
+def verdict_rows(*, stage: str | None = None) -> list[dict[str, Any]]:
+    """One row per review of a complete item: the raw table behind the agreement figures."""
+    qs = Review.objects.filter(item__state__in=COMPLETE_STATES).select_related("item", "annotator")
+    if stage:
+        qs = qs.filter(item__stage=stage)
+    return [
+        {
+            "item_id": r.item_id, "stage": r.item.stage, "object_id": r.item.object_id,
+            "annotator": r.annotator.username, "verdict": r.verdict,
+            "reason_codes": " ".join(r.reason_codes or []), "comment": r.comment,
+            "reviewed_at": r.created_at.isoformat(), "item_state": r.item.state,
+            "final_decision": r.item.decision,
+        }
+        for r in qs.order_by("item_id", "id")
+    ]
+
+
+def _figures(pairs: list[tuple[str, str]], units: list[list[str]]) -> dict[str, Any]:
+    return {
+        "percent": percent_agreement(pairs).as_dict(),
+        "kappa": cohen_kappa(pairs).as_dict(),
+        "alpha": krippendorff_alpha_nominal(units).as_dict(),
+    }
+
+
+def agreement_for_stage(stage: str) -> dict[str, Any]:
+    """Agreement on `stage` overall and per annotator pair, with the counts behind every figure.
+
+    Overall, percent agreement counts every pair of reviews on the same item; κ treats each
+    item's first and second review as two raters (the usual stand-in when raters rotate); α uses
+    all reviews of every item. Per pair, all three use the items both annotators reviewed.
+    """
+    rows = list(
+        Review.objects.filter(item__stage=stage, item__state__in=COMPLETE_STATES)
+        .order_by("item_id", "id").values_list("item_id", "annotator_id", "verdict")
+    )
+    by_item: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for item_id, annotator_id, verdict in rows:
+        by_item[item_id].append((annotator_id, verdict))
+    units = [[v for _, v in reviews] for reviews in by_item.values()]
+    all_pairs = [(a[1], b[1]) for reviews in by_item.values() for a, b in combinations(reviews, 2)]
+    first_second = [(reviews[0][1], reviews[1][1]) for reviews in by_item.values() if len(reviews) >= 2]
+    overall = _figures(all_pairs, units)
+    overall["kappa"] = cohen_kappa(first_second).as_dict()
+
+    names = dict(get_user_model().objects.filter(
+        pk__in={a for _, a, _ in rows}).values_list("pk", "username"))
+    pair_items: dict[tuple[int, int], list[tuple[str, str]]] = defaultdict(list)
+    for reviews in by_item.values():
+        for (a, va), (b, vb) in combinations(sorted(reviews, key=lambda r: names.get(r[0], "")), 2):
+            pair_items[(a, b)].append((va, vb))
+    pairs = [
+        {"a": names.get(a, str(a)), "b": names.get(b, str(b)), "n": len(p), **_figures(p, [list(x) for x in p])}
+        for (a, b), p in sorted(pair_items.items(), key=lambda kv: (names.get(kv[0][0], ""), names.get(kv[0][1], "")))
+    ]
+    return {
+        "stage": stage, "label": dict(ReviewStage.choices)[stage], "items": len(by_item),
+        "reviews": len(rows), "overall": overall, "pairs": pairs,
+    }
