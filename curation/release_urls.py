@@ -5,4 +5,7 @@ from curation import release_views
 app_name = "datasets"
 urlpatterns = [
     path("", release_views.releases, name="releases"),
+    path("new/", release_views.release_new, name="release_new"),
+    path("<int:pk>/", release_views.release_detail, name="release"),
+    path("<int:pk>/download/<str:file>", release_views.release_download, name="download"),
 ]

@@ -43,14 +43,14 @@ def document(n_procedures: int = 2, paths_per_graph: int = 3, tag: str = "") -> 
         fg = parse_graph_text(FLOW, "flowgraph")
         records.append({"kind": "flowgraph", "id": fid, "procedure": pid, "graph": graph_to_json(fg), "text": FLOW})
         cg = flowgraph_to_conversation_graph(fg)
-        records.append({"kind": "conversation_graph", "id": gid, "flowgraph": fid,
-                        "graph": graph_to_json(cg), "noise_rate": 0.0, "noise_kinds": []})
+        records.append({"kind": "conversation_graph", "id": gid, "flowgraph": fid, "mode": "deterministic",
+                        "graph": graph_to_json(cg), "text": "", "noise_rate": 0.0, "noise_kinds": []})
         for k, path in enumerate(sample_paths(cg, paths_per_graph, seed=p)):
             sid, cid = f"s{p}.{k}", f"c{p}.{k}"
             records.append({"kind": "path", "id": sid, "conversation_graph": gid, "node_ids": [str(n) for n in path],
                             "sampler": "algorithm1", "seed": p, "index": k})
             messages = realise_conversation(cg, path, APIS, seed=k)
-            records.append({"kind": "conversation", "id": cid, "procedure": pid, "path": sid,
+            records.append({"kind": "conversation", "id": cid, "procedure": pid, "path": sid, "mode": "offline",
                             "messages": messages, "noise_kinds": ["digression"] if k == 0 else [],
                             "tests": extract_tests(messages)})
     return {"format": "almita", "version": 1, "records": records}

@@ -1,0 +1,273 @@
+"""Streaming writers for releases: ALMITA-style CSV, JSON Lines, a Hugging Face folder, zip bundles.
+
+Every writer is a generator of text (or bytes) chunks over an iterator of rows, so the same
+functions feed a StreamingHttpResponse, a file on disk and the benchmark, and memory stays flat:
+rows come from the database with ``.iterator(chunk_size=…)`` and are never collected.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from django.db.models import TextField
+from django.db.models.functions import Cast
+
+from curation.models import Release
+from generation.pipeline.extract import format_api_call
+
+BATCH = 1000  # rows per yielded chunk: big enough to amortise, small enough to stay flat
+
+CSV_COLUMNS = [
+    "test_id", "conversation_id", "position", "intent_id", "intent", "client", "procedure_id",
+    "procedure", "apis", "context", "expected_type", "expected_output", "expected_api_name",
+    "expected_parameters", "noise_kinds", "flowgraph_id", "conversation_graph_id", "path_node_ids",
+]
+JSONL_FILES = {
+    "tests.jsonl": None,  # the frozen test rows themselves
+    "conversations.jsonl": ("conversation",),
+    "graphs.jsonl": ("flowgraph", "conversation_graph", "path"),
+    "procedures.jsonl": ("intent", "procedure"),
+}
+FORMATS = ("csv", "jsonl", "hf")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# --- rows -------------------------------------------------------------------------------------
+
+def release_rows(release: Release, chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
+    """Frozen test rows, decoded."""
+    return release.entries.order_by("conversation_id", "position", "id").values_list(
+        "data", flat=True).iterator(chunk_size=chunk_size)
+
+
+def release_rows_raw(release: Release, chunk_size: int = 2000) -> Iterator[str]:
+    """Frozen test rows as the database's JSON text: no decode/encode round trip for JSONL."""
+    return release.entries.order_by("conversation_id", "position", "id").annotate(
+        raw=Cast("data", TextField())).values_list("raw", flat=True).iterator(chunk_size=chunk_size)
+
+
+def release_records(release: Release, kinds: Iterable[str], chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
+    return release.records.filter(kind__in=list(kinds)).order_by("id").values_list(
+        "data", flat=True).iterator(chunk_size=chunk_size)
+
+
+# --- writers ------------------------------------------------------------------------------------
+
+def jsonl_chunks(rows: Iterable[dict[str, Any] | str], batch: int = BATCH) -> Iterator[str]:
+    """One JSON value per line; strings are taken as already-encoded JSON."""
+    buf: list[str] = []
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    for row in rows:
+        buf.append(row if isinstance(row, str) else dumps(row))
+        if len(buf) >= batch:
+            buf.append("")
+            yield "\n".join(buf)
+            buf = []
+    if buf:
+        buf.append("")
+        yield "\n".join(buf)
+
+
+class _CsvRowMaker:
+    """Turns a frozen test row into an ALMITA-style CSV row; the APIs' JSON is built once per procedure."""
+
+    def __init__(self) -> None:
+        self._apis: dict[Any, str] = {}
+
+    def __call__(self, d: dict[str, Any]) -> list[Any]:
+        proc, intent, exp = d["procedure"], d["intent"], d["expected"]
+        apis = self._apis.get(proc["id"])
+        if apis is None:
+            if len(self._apis) > 10_000:
+                self._apis.clear()
+            apis = self._apis[proc["id"]] = _dumps(d["apis"])
+        if exp["type"] == "api_call":
+            params = exp.get("parameters") or {}
+            output, name, params_json = format_api_call(exp["name"], params), exp["name"], _dumps(params)
+        else:
+            output, name, params_json = exp.get("content", ""), "", ""
+        return [
+            d["test_id"], d["conversation_id"], d["position"], intent["id"], intent["name"], intent["client"],
+            proc["id"], proc["text"], apis, _dumps(d["context"]), exp["type"], output, name, params_json,
+            ",".join(d.get("noise_kinds") or []), d.get("flowgraph_id") or "", d.get("conversation_graph_id") or "",
+            " ".join(d.get("path_node_ids") or []),
+        ]
+
+
+def csv_chunks(rows: Iterable[dict[str, Any]], batch: int = BATCH) -> Iterator[str]:
+    """ALMITA-style CSV: a header, then one row per test (RFC 4180 quoting)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    make = _CsvRowMaker()
+    pending: list[list[Any]] = []
+    for d in rows:
+        pending.append(make(d))
+        if len(pending) >= batch:
+            writer.writerows(pending)
+            pending = []
+            yield out.getvalue()
+            out.seek(0)
+            out.truncate()
+    if pending:
+        writer.writerows(pending)
+    yield out.getvalue()
+
+
+def hf_row(d: dict[str, Any]) -> dict[str, Any]:
+    """A flat row with the same types on every line, so pyarrow infers one schema.
+
+    Values whose shape varies between rows (API specs, call parameters, noise kinds, path node ids)
+    are JSON strings or joined strings.
+    """
+    exp = d["expected"]
+    is_call = exp["type"] == "api_call"
+    return {
+        "test_id": d["test_id"],
+        "conversation_id": d["conversation_id"],
+        "position": d["position"],
+        "intent": d["intent"]["name"],
+        "client": d["intent"]["client"],
+        "procedure_id": d["procedure"]["id"],
+        "procedure": d["procedure"]["text"],
+        "apis": _dumps(d["apis"]),
+        "context": [{"role": str(m.get("role", "")), "content": str(m.get("content", ""))} for m in d["context"]],
+        "expected_type": exp["type"],
+        "expected_content": "" if is_call else exp.get("content", ""),
+        "expected_api_name": exp.get("name", "") if is_call else "",
+        "expected_parameters": _dumps(exp.get("parameters") or {}) if is_call else "{}",
+        "noise_kinds": ",".join(d.get("noise_kinds") or []),
+        "flowgraph_id": d.get("flowgraph_id") if d.get("flowgraph_id") is not None else -1,
+        "path_node_ids": _dumps(d.get("path_node_ids") or []),
+    }
+
+
+def hf_readme(release: Release) -> str:
+    header = (
+        "---\n"
+        f"license: {release.licence.lower()}\n"
+        f"pretty_name: {json.dumps(f'{release.name} v{release.version}')}\n"
+        "configs:\n- config_name: default\n  data_files:\n  - split: test\n    path: tests.jsonl\n"
+        "---\n\n"
+    )
+    usage = (
+        "\n## Loading\n\n```python\nfrom datasets import load_dataset\n"
+        "ds = load_dataset(\"json\", data_files={\"test\": \"tests.jsonl\"})\n```\n\n"
+        "`apis`, `expected_parameters` and `path_node_ids` are JSON strings; `noise_kinds` is comma-separated; "
+        "`flowgraph_id` is -1 for conversations written straight from a procedure.\n"
+    )
+    return header + release.card + usage
+
+
+class _Sink(io.RawIOBase):
+    """An unseekable write target that hands back what was written since the last drain."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:  # type: ignore[override]
+        self.parts.append(bytes(b))
+        return len(b)
+
+    def drain(self) -> bytes:
+        data = b"".join(self.parts)
+        self.parts = []
+        return data
+
+
+def zip_chunks(members: list[tuple[str, Callable[[], Iterable[str | bytes]]]]) -> Iterator[bytes]:
+    """Stream a zip built from (name, chunk source) pairs; nothing is held beyond one chunk."""
+    sink = _Sink()
+    with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for name, source in members:
+            with zf.open(name, "w", force_zip64=True) as member:
+                for chunk in source():
+                    member.write(chunk.encode() if isinstance(chunk, str) else chunk)
+                    data = sink.drain()
+                    if data:
+                        yield data
+            data = sink.drain()
+            if data:
+                yield data
+    yield sink.drain()
+
+
+# --- release files --------------------------------------------------------------------------------
+
+def file_sources(release: Release) -> dict[str, Callable[[], Iterator[str]]]:
+    """Every downloadable file of a release, as a function returning its chunks."""
+    sources: dict[str, Callable[[], Iterator[str]]] = {
+        "tests.csv": lambda: csv_chunks(release_rows(release)),
+        "tests.jsonl": lambda: jsonl_chunks(release_rows_raw(release)),
+        "README.md": lambda: iter([release.card]),
+        "manifest.json": lambda: iter([json.dumps(release.manifest, indent=2, ensure_ascii=False) + "\n"]),
+    }
+    for name, kinds in JSONL_FILES.items():
+        if kinds:
+            sources[name] = (lambda k=kinds: jsonl_chunks(release_records(release, k)))
+    return sources
+
+
+def hf_sources(release: Release) -> dict[str, Callable[[], Iterator[str]]]:
+    return {
+        "README.md": lambda: iter([hf_readme(release)]),
+        "tests.jsonl": lambda: jsonl_chunks(hf_row(d) for d in release_rows(release)),
+        "manifest.json": lambda: iter([json.dumps(release.manifest, indent=2, ensure_ascii=False) + "\n"]),
+    }
+
+
+BUNDLES = {
+    "jsonl.zip": lambda r: [(n, s) for n, s in file_sources(r).items() if n.endswith((".jsonl", ".md", ".json"))],
+    "hf.zip": lambda r: [(f"{_slug(r)}/{n}", s) for n, s in hf_sources(r).items()],
+}
+
+
+def _slug(release: Release) -> str:
+    base = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in release.name.lower()).strip("-") or "release"
+    return f"{base}-v{release.version}"
+
+
+def download_name(release: Release, file: str) -> str:
+    return f"{_slug(release)}-{file}"
+
+
+def write_chunks(path: Path, chunks: Iterable[str | bytes]) -> int:
+    n = 0
+    with open(path, "wb") as fh:
+        for chunk in chunks:
+            data = chunk.encode() if isinstance(chunk, str) else chunk
+            fh.write(data)
+            n += len(data)
+    return n
+
+
+def export_release(release: Release, fmt: str, out: Path) -> list[Path]:
+    """Write a release to disk: csv → one file; jsonl and hf → a folder. Returns the files written."""
+    out = Path(out)
+    if fmt == "csv":
+        if out.is_dir():
+            out = out / download_name(release, "tests.csv")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_chunks(out, file_sources(release)["tests.csv"]())
+        return [out]
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    out.mkdir(parents=True, exist_ok=True)
+    sources = hf_sources(release) if fmt == "hf" else {
+        n: s for n, s in file_sources(release).items() if not n.endswith(".csv")}
+    written = []
+    for name, source in sources.items():
+        write_chunks(out / name, source())
+        written.append(out / name)
+    return written

@@ -1,0 +1,445 @@
+"""Immutable dataset releases: freeze accepted (or automatically filtered) tests with their lineage.
+
+A release copies everything it needs into ReleaseTest rows (one self-contained row per test, the
+shape evaluation reads) and ReleaseRecord rows (the intents, procedures with APIs, graphs, paths
+and conversations the tests come from, in the import format's record shape). Nothing is ever
+updated after :func:`release_create` returns, so reviewing items later cannot change a release;
+:func:`release_verify` recomputes the content hash to prove it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from curation.models import Release, ReleaseKind, ReleaseRecord, ReleaseTest, Review, ReviewStage
+from generation.imports import (
+    api_row_to_dict, conversation_graph_record, conversation_record, flowgraph_record, intent_record,
+    path_record, procedure_record, record_id,
+)
+from generation.models import (
+    Api, Conversation, ConversationGraph, CurationStatus, Discard, Flowgraph, Intent, LLMCall, Procedure,
+    SampledPath, Stage, Test,
+)
+
+CHUNK = 500  # conversations per batch while freezing
+LICENCES = ("CC-BY-4.0", "CC-BY-SA-4.0", "CC0-1.0", "CC-BY-NC-4.0", "proprietary")
+FILTER_KEYS = ("jobs", "stages", "intents", "noise_kinds")
+NO_NOISE = "none"
+
+# Which artifact must be accepted for each review stage named in filters["stages"].
+STAGE_LOOKUPS = {
+    ReviewStage.PROCEDURE: "conversation__procedure__status",
+    ReviewStage.FLOWGRAPH: "conversation__path__conversation_graph__flowgraph__status",
+    ReviewStage.CONVERSATION_GRAPH: "conversation__path__conversation_graph__status",
+    ReviewStage.CONVERSATION: "conversation__status",
+}
+
+
+class ReleaseError(ValueError):
+    pass
+
+
+def clean_filters(filters: dict[str, Any] | None) -> dict[str, list]:
+    """Normalise filters to sorted lists; raise ReleaseError naming a bad one."""
+    filters = dict(filters or {})
+    unknown = set(filters) - set(FILTER_KEYS)
+    if unknown:
+        raise ReleaseError(f"unknown filter(s): {', '.join(sorted(unknown))}")
+    out: dict[str, list] = {}
+    for key in ("jobs", "intents"):
+        values = filters.get(key) or []
+        try:
+            ids = sorted({int(v) for v in values})
+        except (TypeError, ValueError):
+            raise ReleaseError(f"filter '{key}' must be a list of ids") from None
+        if ids:
+            out[key] = ids
+    stages = sorted({str(s) for s in filters.get("stages") or []})
+    bad = [s for s in stages if s not in STAGE_LOOKUPS]
+    if bad:
+        raise ReleaseError(f"filter 'stages': unknown stage(s) {', '.join(bad)}")
+    if stages:
+        out["stages"] = stages
+    kinds = sorted({str(k) for k in filters.get("noise_kinds") or []})
+    if kinds:
+        out["noise_kinds"] = kinds
+    return out
+
+
+def tests_for(kind: str, filters: dict[str, list]):
+    """The live tests a release of `kind` with `filters` would freeze."""
+    if kind == ReleaseKind.CURATED:
+        # Accepted tests; the lineage cascade marks tests below a rejection as excluded.
+        qs = Test.objects.filter(status=CurationStatus.ACCEPTED)
+        for stage in filters.get("stages", []):
+            qs = qs.filter(**{STAGE_LOOKUPS[stage]: CurationStatus.ACCEPTED})
+    elif kind == ReleaseKind.AUTOMATIC:
+        # Everything that survived the automatic filters (discarded items never became rows),
+        # whatever people later said about it: the paper's auto-ALMITA.
+        qs = Test.objects.all()
+    else:
+        raise ReleaseError(f"unknown release kind {kind!r}")
+    if filters.get("jobs"):
+        qs = qs.filter(Q(job_id__in=filters["jobs"]) | Q(conversation__job_id__in=filters["jobs"]))
+    if filters.get("intents"):
+        qs = qs.filter(conversation__procedure__intent_id__in=filters["intents"])
+    if filters.get("noise_kinds"):
+        wanted = [k for k in filters["noise_kinds"] if k != NO_NOISE]
+        cond = Q(pk__in=[])
+        for k in wanted:
+            cond |= Q(conversation__noise_kinds__contains=[k]) if _json_contains_supported() else Q(
+                conversation__noise_kinds__icontains=f'"{k}"')
+        if NO_NOISE in filters["noise_kinds"]:
+            cond |= Q(conversation__noise_kinds=[])
+        qs = qs.filter(cond)
+    return qs
+
+
+def _json_contains_supported() -> bool:
+    from django.db import connection
+
+    return connection.features.supports_json_field_contains
+
+
+def canonical(data: Any) -> bytes:
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def test_data(test: Test, conv: Conversation, proc: Procedure, intent: Intent, apis: list[dict]) -> dict[str, Any]:
+    """The self-contained frozen row evaluation and the exports read."""
+    path = conv.path
+    cg = path.conversation_graph if path else None
+    return {
+        "test_id": test.pk,
+        "conversation_id": conv.pk,
+        "position": test.position,
+        "intent": {"id": intent.pk, "client": intent.client, "issue": intent.issue, "name": intent.name},
+        "procedure": {"id": proc.pk, "title": proc.title, "text": proc.text},
+        "apis": apis,
+        "context": test.context,
+        "expected": test.expected,
+        "noise_kinds": list(conv.noise_kinds or []),
+        "conversation_mode": conv.mode,
+        "path_id": path.pk if path else None,
+        "path_node_ids": list(path.node_ids) if path else [],
+        "conversation_graph_id": cg.pk if cg else None,
+        "flowgraph_id": cg.flowgraph_id if cg else None,
+        "job_id": test.job_id or conv.job_id,
+    }
+
+
+@transaction.atomic
+def release_create(*, name: str, kind: str = ReleaseKind.CURATED, filters: dict | None = None,
+                   created_by=None, licence: str = "CC-BY-4.0") -> Release:
+    """Freeze the selected tests into a new version of release `name`."""
+    name = (name or "").strip()
+    if not name or len(name) > 200:
+        raise ReleaseError("a release needs a name of 1 to 200 characters")
+    if kind not in ReleaseKind.values:
+        raise ReleaseError(f"unknown release kind {kind!r}")
+    if licence not in LICENCES:
+        raise ReleaseError(f"licence must be one of {', '.join(LICENCES)}")
+    filters = clean_filters(filters)
+    version = (Release.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0) + 1
+    release = Release.objects.create(
+        name=name, version=version, kind=kind, filters=filters, created_by=created_by,
+        created_at=timezone.now(), content_hash="", manifest={}, licence=licence,
+    )
+    digest = hashlib.sha256()
+    stats = _freeze(release, tests_for(kind, filters), digest)
+    release.content_hash = digest.hexdigest()
+    release.manifest = _manifest(release, stats)
+    release.card = release_card(release, stats)
+    release.save(update_fields=["content_hash", "manifest", "card"])
+    return release
+
+
+def _freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
+    conv_ids = list(tests_qs.order_by().values_list("conversation_id", flat=True).distinct())
+    conv_ids.sort()
+    seen: dict[str, set[int]] = defaultdict(set)
+    apis_cache: dict[int, list[dict]] = {}
+    jobs: set[int] = set()
+    counts: Counter = Counter()
+    noise: Counter = Counter()
+    expected_types: Counter = Counter()
+    for start in range(0, len(conv_ids), CHUNK):
+        batch = conv_ids[start:start + CHUNK]
+        convs = {
+            c.pk: c for c in Conversation.objects.filter(pk__in=batch).select_related(
+                "procedure__intent", "path__conversation_graph__flowgraph")
+        }
+        missing = [c.procedure_id for c in convs.values() if c.procedure_id not in apis_cache]
+        for pid in set(missing):
+            apis_cache[pid] = []
+        for api in Api.objects.filter(procedure_id__in=set(missing)).order_by("pk"):
+            apis_cache[api.procedure_id].append(api_row_to_dict(api))
+        tests_by_conv: dict[int, list[Test]] = defaultdict(list)
+        for t in tests_qs.filter(conversation_id__in=batch).order_by("conversation_id", "position"):
+            tests_by_conv[t.conversation_id].append(t)
+        entries: list[ReleaseTest] = []
+        records: list[ReleaseRecord] = []
+        for cid in batch:
+            conv = convs[cid]
+            proc, intent = conv.procedure, conv.procedure.intent
+            path = conv.path
+            lineage = [("intent", intent, lambda o: intent_record(o)),
+                       ("procedure", proc, lambda o: procedure_record_from_cache(o, apis_cache[o.pk]))]
+            if path is not None:
+                cg = path.conversation_graph
+                lineage += [("flowgraph", cg.flowgraph, flowgraph_record),
+                            ("conversation_graph", cg, conversation_graph_record),
+                            ("path", path, path_record)]
+            for kind, obj, to_record in lineage:
+                if obj.pk not in seen[kind]:
+                    seen[kind].add(obj.pk)
+                    records.append(ReleaseRecord(release=release, kind=kind, object_id=obj.pk, data=to_record(obj)))
+                    if getattr(obj, "job_id", None):
+                        jobs.add(obj.job_id)
+            frozen_tests = []
+            for t in tests_by_conv[cid]:
+                data = test_data(t, conv, proc, intent, apis_cache[proc.pk])
+                digest.update(canonical(data))
+                digest.update(b"\n")
+                entries.append(ReleaseTest(release=release, test_id=t.pk, conversation_id=cid,
+                                           position=t.position, data=data))
+                frozen_tests.append({"position": t.position, "context": t.context, "expected": t.expected})
+                expected_types[t.expected_type] += 1
+                if t.job_id:
+                    jobs.add(t.job_id)
+            records.append(ReleaseRecord(release=release, kind="conversation", object_id=cid,
+                                         data=conversation_record(conv, frozen_tests)))
+            seen["conversation"].add(cid)
+            if conv.job_id:
+                jobs.add(conv.job_id)
+            for k in conv.noise_kinds or []:
+                noise[k] += 1
+            if not conv.noise_kinds:
+                noise[NO_NOISE] += 1
+        for r in records:
+            digest.update(canonical([r.kind, r.data]))
+            digest.update(b"\n")
+        ReleaseTest.objects.bulk_create(entries, batch_size=1000)
+        ReleaseRecord.objects.bulk_create(records, batch_size=1000)
+        counts["tests"] += len(entries)
+    for kind, ids in seen.items():
+        counts[kind + "s"] = len(ids)
+    counts["procedures_with_apis"] = sum(1 for pid in seen["procedure"] if apis_cache.get(pid))
+    return {"counts": dict(counts), "noise": dict(noise), "expected_types": dict(expected_types),
+            "jobs": sorted(jobs)}
+
+
+def procedure_record_from_cache(proc: Procedure, apis: list[dict]) -> dict[str, Any]:
+    rec = procedure_record(proc, [])
+    rec["apis"] = apis
+    return rec
+
+
+def _manifest(release: Release, stats: dict) -> dict[str, Any]:
+    return {
+        "name": release.name,
+        "version": release.version,
+        "kind": release.kind,
+        "filters": release.filters,
+        "created_at": release.created_at.isoformat(),
+        "created_by": release.created_by.get_username() if release.created_by else None,
+        "licence": release.licence,
+        "content_hash": {"algorithm": "sha256", "value": release.content_hash,
+                         "covers": "canonical JSON of every test row, then of every record, per batch"},
+        "counts": stats["counts"],
+        "noise_kinds": stats["noise"],
+        "expected_types": stats["expected_types"],
+        "jobs": stats["jobs"],
+        "files": {
+            "tests.csv": "ALMITA-style CSV, one row per test",
+            "tests.jsonl": "one self-contained test per line",
+            "conversations.jsonl": "conversation records with their tests (import format)",
+            "graphs.jsonl": "flowgraph, conversation graph and path records (import format)",
+            "procedures.jsonl": "intent and procedure-with-APIs records (import format)",
+            "README.md": "this dataset card",
+            "manifest.json": "this manifest",
+        },
+        "format": {"name": "almita", "version": 1},
+    }
+
+
+# --- the dataset card ----------------------------------------------------------------------------
+
+FUNNEL_COLUMNS = [
+    ("Intents", Stage.INTENTS), ("Proc.", Stage.PROCEDURES), ("Proc. w/ APIs", Stage.APIS),
+    ("Flowgraphs", Stage.FLOWGRAPH), ("Conv. Graphs", Stage.CONVERSATION_GRAPH),
+    ("Conversations", Stage.CONVERSATIONS), ("Tests", Stage.TESTS),
+]
+
+
+def funnel(release: Release, stats: dict) -> list[tuple[str, list[int]]]:
+    """Paper Table 1 rows for the jobs in the release's scope (all data when not filtered by job)."""
+    jobs = release.filters.get("jobs")
+
+    def scoped(qs, job_field="job_id"):
+        return qs.filter(**{f"{job_field}__in": jobs}) if jobs else qs
+
+    querysets = {
+        Stage.INTENTS: scoped(Intent.objects.all()),
+        Stage.PROCEDURES: scoped(Procedure.objects.all()),
+        Stage.APIS: scoped(Procedure.objects.filter(apis__isnull=False).distinct()),
+        Stage.FLOWGRAPH: scoped(Flowgraph.objects.all()),
+        Stage.CONVERSATION_GRAPH: scoped(ConversationGraph.objects.all()),
+        Stage.CONVERSATIONS: scoped(Conversation.objects.all()),
+        Stage.TESTS: scoped(Test.objects.all()),
+    }
+    discards = Counter(dict(scoped(Discard.objects.all()).values_list("stage").annotate(n=Count("id"))))
+    present = {s: qs.count() for s, qs in querysets.items()}
+    accepted = {s: qs.filter(status=CurationStatus.ACCEPTED).count() for s, qs in querysets.items()}
+    c = stats["counts"]
+    in_release = [c.get("intents", 0), c.get("procedures", 0), c.get("procedures_with_apis", 0),
+                  c.get("flowgraphs", 0), c.get("conversation_graphs", 0), c.get("conversations", 0),
+                  c.get("tests", 0)]
+    stages = [s for _, s in FUNNEL_COLUMNS]
+    return [
+        ("Generated", [present[s] + discards.get(s, 0) for s in stages]),
+        ("+ auto. filters", [present[s] for s in stages]),
+        ("+ man. filters", [accepted[s] for s in stages]),
+        (f"{release.name} v{release.version}", in_release),
+    ]
+
+
+def agreement_by_stage() -> dict[str, dict[str, Any]]:
+    """Percent agreement and Cohen's κ of the first two reviews of every doubly reviewed item."""
+    from curation.agreement import cohen_kappa, percent_agreement
+
+    pairs: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    current: tuple[int, str] | None = None
+    verdicts: list[str] = []
+    rows = Review.objects.order_by("item_id", "id").values_list("item_id", "item__stage", "verdict")
+    for item_id, stage, verdict in list(rows) + [(None, None, None)]:
+        if current is None or item_id != current[0]:
+            if current is not None and len(verdicts) >= 2:
+                pairs[current[1]].append((verdicts[0], verdicts[1]))
+            current, verdicts = (item_id, stage), []
+        verdicts.append(verdict)
+    out = {}
+    for stage in ReviewStage.values:
+        p, k = percent_agreement(pairs[stage]), cohen_kappa(pairs[stage])
+        out[stage] = {"items": p.n, "percent": p.value, "kappa": k.value, "note": k.explanation or p.explanation}
+    return out
+
+
+def generators(jobs: Iterable[int]) -> list[dict[str, Any]]:
+    rows = (LLMCall.objects.filter(job_id__in=list(jobs)).values("stage", "model", "template", "template_version")
+            .annotate(calls=Count("id")).order_by("stage", "model", "template"))
+    return list(rows)
+
+
+def _fmt(v: float | None, pct: bool = False) -> str:
+    if v is None:
+        return "–"
+    return f"{v * 100:.1f}%" if pct else f"{v:.3f}"
+
+
+def release_card(release: Release, stats: dict) -> str:
+    c = stats["counts"]
+    lines = [
+        f"# {release.name} v{release.version}", "",
+        f"{release.get_kind_display()} release created {release.created_at:%Y-%m-%d %H:%M} UTC"
+        + (f" by {release.created_by.get_username()}" if release.created_by else "") + ".", "",
+        f"- Licence: {release.licence}",
+        f"- Content hash (sha256): `{release.content_hash}`",
+        f"- Filters: `{json.dumps(release.filters, sort_keys=True)}`",
+        f"- Tests: {c.get('tests', 0)} in {c.get('conversations', 0)} conversations "
+        f"({stats['expected_types'].get('reply', 0)} replies, {stats['expected_types'].get('api_call', 0)} API calls)",
+        f"- Procedures: {c.get('procedures', 0)} ({c.get('procedures_with_apis', 0)} with APIs) from "
+        f"{c.get('intents', 0)} intents; flowgraphs: {c.get('flowgraphs', 0)}; conversation graphs: "
+        f"{c.get('conversation_graphs', 0)}", "",
+        "## Funnel (paper Table 1)", "",
+        "| | " + " | ".join(col for col, _ in FUNNEL_COLUMNS) + " |",
+        "|---|" + "---|" * len(FUNNEL_COLUMNS),
+    ]
+    for label, values in funnel(release, stats):
+        lines.append(f"| {label} | " + " | ".join(f"{v:,}" for v in values) + " |")
+    lines += ["", "Generated = rows plus items discarded by automatic filters; the last row is this release.", "",
+              "## Agreement per review stage", "",
+              "| Stage | Items with two reviews | Percent agreement | Cohen's κ |", "|---|---|---|---|"]
+    for stage, a in agreement_by_stage().items():
+        lines.append(f"| {ReviewStage(stage).label} | {a['items']} | {_fmt(a['percent'], True)} | {_fmt(a['kappa'])} |")
+    lines += ["", "Computed over all reviews in the studio at release time (first two reviews of each item).", "",
+              "## Noise kinds", ""]
+    lines += [f"- {k}: {n} conversations" for k, n in sorted(stats["noise"].items())] or ["- none"]
+    lines += ["", "## Generator models and prompt versions", ""]
+    gens = generators(stats["jobs"])
+    if gens:
+        lines += ["| Stage | Model | Prompt | Version | Calls |", "|---|---|---|---|---|"]
+        lines += [f"| {g['stage']} | {g['model']} | {g['template'] or '–'} | {g['template_version'] or '–'} | {g['calls']} |"
+                  for g in gens]
+    else:
+        lines.append("No LLM call is recorded for these items (imported or deterministic).")
+    lines += ["", f"Jobs: {', '.join(map(str, stats['jobs'])) or 'none (imported items)'}", "",
+              "## Files", "",
+              "- `tests.csv`: ALMITA-style, one row per test", "- `tests.jsonl`: self-contained tests",
+              "- `conversations.jsonl`, `graphs.jsonl`, `procedures.jsonl`: records in the Almita import format",
+              "  (`python manage.py import_items` reads them back)", ""]
+    return "\n".join(lines)
+
+
+def release_verify(release: Release) -> bool:
+    """Recompute the content hash from the frozen rows: True when nothing changed."""
+    digest = hashlib.sha256()
+    conv_ids = list(release.entries.order_by().values_list("conversation_id", flat=True).distinct())
+    conv_ids.sort()
+    records = release.records.order_by("id").values_list("kind", "object_id", "data")
+    rec_iter = iter(records)
+    by_conv_batches = [conv_ids[i:i + CHUNK] for i in range(0, len(conv_ids), CHUNK)]
+    for batch in by_conv_batches:
+        for data in release.entries.filter(conversation_id__in=batch).order_by(
+                "conversation_id", "position").values_list("data", flat=True):
+            digest.update(canonical(data))
+            digest.update(b"\n")
+        # Records were written per batch, ending with the batch's last conversation.
+        last = batch[-1]
+        for kind, oid, data in rec_iter:
+            digest.update(canonical([kind, data]))
+            digest.update(b"\n")
+            if kind == "conversation" and oid == last:
+                break
+    return digest.hexdigest() == release.content_hash
+
+
+def release_find(ref: str) -> Release:
+    """A release by id, 'name' (latest version), 'name@3' or 'name v3'."""
+    ref = ref.strip()
+    if ref.isdigit():
+        return Release.objects.get(pk=int(ref))
+    name, version = ref, None
+    for sep in ("@", " v", ":"):
+        if sep in ref:
+            head, tail = ref.rsplit(sep, 1)
+            if tail.isdigit():
+                name, version = head.strip(), int(tail)
+                break
+    qs = Release.objects.filter(name=name)
+    if version is not None:
+        return qs.get(version=version)
+    found = qs.order_by("-version").first()
+    if found is None:
+        raise Release.DoesNotExist(f"no release named {name!r}")
+    return found
+
+
+def iter_entries(release: Release, chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
+    return release.entries.order_by("conversation_id", "position", "id").values_list(
+        "data", flat=True).iterator(chunk_size=chunk_size)
+
+
+def iter_records(release: Release, kinds: Iterable[str], chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
+    return release.records.filter(kind__in=list(kinds)).order_by("id").values_list(
+        "data", flat=True).iterator(chunk_size=chunk_size)
+
+
+__all__ = ["release_create", "release_verify", "release_find", "tests_for", "ReleaseError", "record_id"]

@@ -1,0 +1,197 @@
+"""Releases: selection, immutability, the card, exports (CSV, JSONL, HF) and the round trip."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+
+import pytest
+from django.core.management import call_command
+
+from curation.exports import export_release, file_sources, zip_chunks, BUNDLES
+from curation.models import ReleaseKind, ReleaseTest
+from curation.releases import ReleaseError, release_create, release_find, release_verify
+from generation.imports import items_import
+from generation.models import (
+    Conversation, ConversationGraph, CurationStatus, Flowgraph, Intent, Procedure, SampledPath, Test,
+)
+from tests.datasets.builders import document
+from tests.datasets.conftest import accept_all
+
+
+@pytest.mark.django_db
+def test_curated_release_takes_accepted_tests_only(imported, researcher):
+    conv = Conversation.objects.order_by("pk").first()
+    Conversation.objects.filter(pk=conv.pk).update(status=CurationStatus.ACCEPTED)
+    Test.objects.filter(conversation=conv).update(status=CurationStatus.ACCEPTED)
+    release = release_create(name="curated", kind=ReleaseKind.CURATED, filters={}, created_by=researcher)
+    assert release.version == 1
+    assert set(release.entries.values_list("test_id", flat=True)) == set(conv.tests.values_list("pk", flat=True))
+    auto = release_create(name="auto", kind=ReleaseKind.AUTOMATIC, filters={}, created_by=researcher)
+    assert auto.entries.count() == Test.objects.count()
+    again = release_create(name="curated", kind=ReleaseKind.CURATED, filters={}, created_by=researcher)
+    assert again.version == 2 and again.content_hash == release.content_hash
+
+
+@pytest.mark.django_db
+def test_filters_by_intent_noise_and_stage(imported, researcher):
+    accept_all()
+    intent = Intent.objects.order_by("pk").first()
+    by_intent = release_create(name="r", kind="curated", filters={"intents": [intent.pk]}, created_by=researcher)
+    assert {d["intent"]["id"] for d in by_intent.entries.values_list("data", flat=True)} == {intent.pk}
+    noisy = release_create(name="n", kind="curated", filters={"noise_kinds": ["digression"]}, created_by=researcher)
+    clean = release_create(name="c", kind="curated", filters={"noise_kinds": ["none"]}, created_by=researcher)
+    assert noisy.entries.count() + clean.entries.count() == Test.objects.count()
+    assert all(d["noise_kinds"] == ["digression"] for d in noisy.entries.values_list("data", flat=True))
+    staged = release_create(name="s", kind="curated", filters={"stages": ["flowgraph"]}, created_by=researcher)
+    assert staged.entries.count() == 0  # no flowgraph is accepted yet
+    Flowgraph.objects.update(status=CurationStatus.ACCEPTED)
+    assert release_create(name="s", kind="curated", filters={"stages": ["flowgraph"]},
+                          created_by=researcher).entries.count() == Test.objects.count()
+    with pytest.raises(ReleaseError):
+        release_create(name="x", kind="curated", filters={"colour": ["red"]}, created_by=researcher)
+    with pytest.raises(ReleaseError):
+        release_create(name="x", kind="curated", filters={"stages": ["tests"]}, created_by=researcher)
+
+
+@pytest.mark.django_db
+def test_release_row_is_self_contained(imported, researcher):
+    accept_all()
+    release = release_create(name="r", kind="curated", filters={}, created_by=researcher)
+    entry = release.entries.exclude(data__expected__type="reply").first() or release.entries.first()
+    d = entry.data
+    for key in ("test_id", "intent", "procedure", "apis", "context", "expected", "noise_kinds",
+                "conversation_id", "position", "path_node_ids", "flowgraph_id"):
+        assert key in d
+    assert d["procedure"]["text"] and d["apis"][0]["name"] == "track_parcel"
+    assert {"name", "desc", "params", "output"} <= set(d["apis"][0])
+    if d["expected"]["type"] == "api_call":
+        assert set(d["expected"]) == {"type", "name", "parameters"}
+
+
+@pytest.mark.django_db
+def test_a_release_does_not_change_when_items_are_reviewed_or_edited_afterwards(imported, researcher):
+    accept_all()
+    release = release_create(name="frozen", kind="curated", filters={}, created_by=researcher)
+    frozen = list(release.entries.order_by("pk").values_list("test_id", "data"))
+    files = {name: "".join(src()) for name, src in file_sources(release).items()}
+    # Afterwards: conversations are rejected, tests excluded, texts edited, rows deleted.
+    Conversation.objects.update(status=CurationStatus.REJECTED)
+    Test.objects.update(status=CurationStatus.EXCLUDED)
+    Procedure.objects.update(text="edited later")
+    Intent.objects.update(name="renamed later")
+    Test.objects.filter(pk=frozen[0][0]).delete()
+    release.refresh_from_db()
+    assert list(release.entries.order_by("pk").values_list("test_id", "data")) == frozen
+    assert {name: "".join(src()) for name, src in file_sources(release).items()} == files
+    assert release_verify(release)
+    ReleaseTest.objects.filter(pk=release.entries.first().pk).update(position=999, data={"tampered": True})
+    assert not release_verify(release)
+
+
+@pytest.mark.django_db
+def test_card_has_funnel_agreement_generators_counts_and_licence(imported, researcher):
+    accept_all()
+    release = release_create(name="card", kind="curated", filters={}, created_by=researcher, licence="CC0-1.0")
+    card = release.card
+    assert "## Funnel (paper Table 1)" in card and "| Generated |" in card and "| + man. filters |" in card
+    assert "| card v1 |" in card
+    assert "Agreement per review stage" in card and "Cohen's κ" in card
+    assert "Generator models and prompt versions" in card
+    assert "CC0-1.0" in card and release.content_hash in card
+    m = release.manifest
+    assert m["counts"]["tests"] == Test.objects.count() and m["counts"]["conversations"] == 6
+    assert m["content_hash"]["value"] == release.content_hash and m["created_by"] == "researcher"
+
+
+@pytest.mark.django_db
+def test_csv_export_is_one_row_per_test(imported, researcher):
+    accept_all()
+    release = release_create(name="csv", kind="curated", filters={}, created_by=researcher)
+    text = "".join(file_sources(release)["tests.csv"]())
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == Test.objects.count()
+    call = next(r for r in rows if r["expected_type"] == "api_call")
+    assert call["expected_output"].startswith(call["expected_api_name"] + "(")
+    assert json.loads(call["expected_parameters"]) == Test.objects.get(pk=call["test_id"]).expected_parameters
+    assert json.loads(call["apis"])[0]["name"] == "track_parcel"
+    assert json.loads(call["context"])[0]["role"] == "user"
+
+
+def _content(records: list[dict]) -> list:
+    """Records with the local ids replaced by content: what 'identical content' means."""
+    by_id = {r["id"]: r for r in records}
+
+    def norm(r):
+        out = {k: v for k, v in r.items() if k not in ("id",)}
+        for ref in ("intent", "procedure", "flowgraph", "conversation_graph", "path"):
+            if ref in out and out[ref] is not None:
+                out[ref] = json.dumps(norm(by_id[out[ref]]), sort_keys=True)
+        return out
+
+    return sorted(json.dumps(norm(r), sort_keys=True) for r in records)
+
+
+def _export_records(release, tmp_path, folder):
+    export_release(release, "jsonl", tmp_path / folder)
+    records = []
+    for name in ("procedures.jsonl", "graphs.jsonl", "conversations.jsonl"):
+        records += [json.loads(line) for line in (tmp_path / folder / name).read_text().splitlines()]
+    return records
+
+
+@pytest.mark.django_db
+def test_round_trip_import_export_import_gives_identical_content(tmp_path, researcher):
+    original = document()
+    items_import(raw=json.dumps(original))
+    accept_all()
+    first = _export_records(release_create(name="rt", kind="curated", filters={}, created_by=researcher),
+                            tmp_path, "one")
+    assert _content(first) == _content(original["records"])
+    # Re-importing the export into the same database finds everything already there.
+    jsonl = "\n".join(json.dumps(r) for r in first)
+    assert items_import(raw=jsonl).total_created == 0
+    # Into an empty database: the same content comes back, and exports identically again.
+    for model in (Test, Conversation, SampledPath, ConversationGraph, Flowgraph, Procedure, Intent):
+        model.objects.all().delete()
+    result = items_import(raw=jsonl)
+    assert result.created["tests"] == sum(len(r.get("tests", [])) for r in first)
+    accept_all()
+    second = _export_records(release_create(name="rt", kind="curated", filters={}, created_by=researcher),
+                             tmp_path, "two")
+    assert _content(second) == _content(first)
+
+
+@pytest.mark.django_db
+def test_hf_export_loads_with_datasets(imported, researcher, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    accept_all()
+    release = release_create(name="HF test", kind="curated", filters={}, created_by=researcher)
+    call_command("export_release", "HF test@1", "--format", "hf", "--out", str(tmp_path / "hf"))
+    ds = datasets.load_dataset("json", data_files={"test": str(tmp_path / "hf" / "tests.jsonl")},
+                               cache_dir=str(tmp_path / "cache"))
+    split = ds["test"]
+    assert split.num_rows == release.entries.count()
+    assert {"context", "expected_type", "expected_content", "expected_api_name", "procedure"} <= set(split.column_names)
+    row = split[0]
+    assert row["context"][0]["role"] == "user"
+    assert (tmp_path / "hf" / "README.md").read_text().startswith("---\nlicense: cc-by-4.0")
+
+
+@pytest.mark.django_db
+def test_export_command_and_zip_bundles(imported, researcher, tmp_path):
+    accept_all()
+    release = release_create(name="cmd", kind="automatic", filters={}, created_by=researcher)
+    call_command("export_release", str(release.pk), "--format", "csv", "--out", str(tmp_path / "t.csv"))
+    assert (tmp_path / "t.csv").read_text().startswith("test_id,")
+    call_command("export_release", "cmd", "--format", "jsonl", "--out", str(tmp_path / "j"))
+    assert sorted(p.name for p in (tmp_path / "j").iterdir()) == [
+        "README.md", "conversations.jsonl", "graphs.jsonl", "manifest.json", "procedures.jsonl", "tests.jsonl"]
+    assert release_find("cmd v1") == release
+    blob = b"".join(zip_chunks(BUNDLES["hf.zip"](release)))
+    with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+        names = zf.namelist()
+        assert "cmd-v1/tests.jsonl" in names
+        lines = zf.read("cmd-v1/tests.jsonl").decode().splitlines()
+        assert len(lines) == release.entries.count()
