@@ -411,15 +411,30 @@ def job_run_inline(*, job: GenerationJob) -> GenerationJob:
     return job
 
 
-def job_resume(*, job: GenerationJob) -> None:
-    """Re-publish the unfinished items of a running stage (after a crash during publishing)."""
+def job_resume(*, job: GenerationJob) -> int:
+    """Re-publish the unfinished items of the job's open stage; returns how many were sent.
+
+    Used after a crash: a stage left in planning or running whose messages were lost.
+    """
     from generation.tasks import item_run_task, job_advance_task
 
+    sent = 0
     for sp in StageProgress.objects.filter(job=job, state__in=[StageState.RUNNING, StageState.PLANNING]):
         for key in plan(job, sp.stage):
             if key not in sp.items:
                 item_run_task.delay(job.pk, sp.stage, key)
+                sent += 1
+        StageProgress.objects.filter(pk=sp.pk, state=StageState.PLANNING).update(state=StageState.RUNNING)
     job_advance_task.delay(job.pk)
+    return sent
+
+
+def jobs_recover() -> int:
+    """Resume every job that is not finished (see tasks.jobs_recover_task)."""
+    sent = 0
+    for job in GenerationJob.objects.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING]):
+        sent += job_resume(job=job)
+    return sent
 
 
 # --------------------------------------------------------------------------- demo

@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -180,6 +181,16 @@ def list_in(data: Any, *names: str) -> list | None:
         if len(lists) == 1:
             return lists[0]
     return None
+
+
+def content_seed(seed: int, *parts: Any) -> int:
+    """A seed from the job seed and the item's content, not from row ids or task order.
+
+    Rerunning the same job therefore samples the same paths and realises the same conversations
+    (so a rerun's LLM prompts are identical and hit the cache), whatever order workers ran in.
+    """
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return seed * 1_000_003 + zlib.crc32(text.encode()) % 1_000_003
 
 
 def violations_json(violations) -> list[dict]:
@@ -399,7 +410,7 @@ def run_conversation_graph(ctx: Context, key: str, index: int, parent: str) -> I
 def run_noise(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     source = ConversationGraph.objects.get(pk=int(parent))
     p = float(ctx.config.get("noise") or 0.0)
-    noisy = add_noise(graph_from_json(source.data), p, seed=ctx.seed * 1_000_003 + index)
+    noisy = add_noise(graph_from_json(source.data), p, seed=content_seed(ctx.seed, source.data))
     kinds = sorted({d["noise"] for _, d in noisy.nodes(data=True) if d.get("noise")})
     violations = validate_conversation_graph(noisy, [a.name for a in api_specs(source.flowgraph.procedure_id)])
     result = ItemResult(generated=1)
@@ -418,7 +429,7 @@ def run_paths(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     cg = ConversationGraph.objects.get(pk=int(parent))
     m = int(ctx.config.get("paths") or 1)
     sampler = ctx.config.get("sampler") or "algorithm1"
-    seed = ctx.seed * 1_000_003 + index
+    seed = content_seed(ctx.seed, cg.data)
     result = ItemResult()
     try:
         paths = sample_paths(graph_from_json(cg.data), m, sampler=sampler, seed=seed)
@@ -476,7 +487,8 @@ def run_conversations(ctx: Context, key: str, index: int, parent: str) -> ItemRe
             reply = ctx.llm("conversations", "A.6", key, messages, json_mode=True)
             fields["mode"] = Conversation.Mode.LLM
         else:
-            convo = realise_conversation(g, path.node_ids, specs, seed=ctx.seed * 1_000_003 + index)
+            convo = realise_conversation(g, path.node_ids, specs,
+                                         seed=content_seed(ctx.seed, cg.data, path.node_ids, path.index))
             reply = json.dumps(convo, ensure_ascii=False)
             fields["mode"] = Conversation.Mode.OFFLINE
             fields["origin"] = Origin.DERIVED

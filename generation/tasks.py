@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from celery.signals import worker_ready
 from django.db import OperationalError
 
 from generation import services
@@ -31,3 +32,20 @@ def item_run_task(job_id: int, stage: str, key: str) -> None:
     """
     if services.item_run(job_id=job_id, stage=stage, key=key):
         job_advance_task.delay(job_id)
+
+
+@shared_task(name="generation.jobs_recover", **DB_RETRY)
+def jobs_recover_task() -> None:
+    """Re-publish the unfinished work of every unfinished job (sent when a worker starts).
+
+    A worker killed with SIGKILL takes its reserved messages with it (the filesystem broker
+    deletes a message when it is read; Redis only restores it after the visibility timeout), so a
+    restarted worker re-publishes every item not yet marked done. Items are idempotent, so one
+    that is also still running elsewhere is merely processed twice and written once.
+    """
+    services.jobs_recover()
+
+
+@worker_ready.connect
+def _recover_on_start(sender=None, **_: object) -> None:
+    jobs_recover_task.delay()

@@ -107,17 +107,31 @@ def _labels_on_path(text: str, path: str) -> str:
     return " ".join(labels)
 
 
+def _name_and_variant(text: str) -> str:
+    name = re.search(r"Name: (.*)", text)
+    variant = re.search(r"procedure variant (\d+)", text)
+    return f"{name.group(1).strip() if name else 'loan'} v{variant.group(1) if variant else 1}"
+
+
+def procedure_for(body: dict) -> str:
+    """The procedure names its intent and variant, so every later prompt of the job is unique."""
+    return PROCEDURE.replace("Renewing a library loan", f"Renewing a library loan [{_name_and_variant(prompt_text(body))}]")
+
+
+def flowgraph_for(body: dict) -> str:
+    tag = re.search(r"Renewing a library loan \[(.*?)\]", prompt_text(body))
+    return FLOWGRAPH.replace("{Greet the member}", "{Greet the member about " + (tag.group(1) if tag else "") + "}")
+
+
 class StageScript:
-    """A handler answering every stage; `bad` maps a stage to the 0-based call numbers to spoil."""
+    """A handler answering every stage validly, except prompts containing a `bad[stage]` text.
 
-    def __init__(self, bad: dict[str, set[int]] | None = None) -> None:
+    Deciding by content (not by call order) keeps the funnel exact whatever order a pool of
+    workers sends the calls in.
+    """
+
+    def __init__(self, bad: dict[str, list[str]] | None = None) -> None:
         self.bad = bad or {}
-        self.counts: dict[str, int] = {}
-
-    def _n(self, stage: str) -> int:
-        n = self.counts.get(stage, 0)
-        self.counts[stage] = n + 1
-        return n
 
     def __call__(self, body: dict, n: int) -> Reply:
         text = prompt_text(body)
@@ -126,8 +140,7 @@ class StageScript:
                 break
         else:
             return Reply.client_error(404, "no scripted reply")
-        k = self._n(stage)
-        bad = k in self.bad.get(stage, set())
+        bad = any(b in text for b in self.bad.get(stage, []))
         if stage == "intents":
             want = requested_intents(body)
             if bad:  # one entry lacks its issue
@@ -136,12 +149,30 @@ class StageScript:
                 return Reply(content=json.dumps(items))
             return Reply(content=intents_reply(want))
         if stage == "procedures":
-            return Reply(content="Too short." if bad else PROCEDURE)
+            return Reply(content="Too short." if bad else procedure_for(body))
         if stage == "apis":
             return Reply(content='{"apis": [{"desc": "no name"}]}' if bad else json.dumps(APIS))
         if stage == "flowgraph":
-            return Reply(content=BAD_FLOWGRAPH if bad else FLOWGRAPH)
+            return Reply(content=BAD_FLOWGRAPH if bad else flowgraph_for(body))
         if stage == "conversations":
             return Reply(content='{"messages": [{"role": "assistant", "content": "Hi"}]}' if bad
                          else conversation_for(body))
         return Reply.client_error(404, f"stage {stage} not scripted")
+
+
+# The job most tests run, and the funnel it must give (see test_jobs.py for the arithmetic).
+JOB_CONFIG = {"intents": 3, "procedures_per_intent": 2, "paths": 2, "conversations": "llm", "seed": 7}
+BAD = {
+    "procedures": ["Name: renewal problem 1\n\nWrite procedure variant 2"],
+    "apis": ["[renewal problem 2 v1]"],
+    "flowgraph": ["[renewal problem 0 v2]"],
+    "conversations": ["about renewal problem 0 v1"],
+}
+EXPECTED = {
+    "intents": (3, 3), "procedures": (6, 5), "apis": (5, 4), "flowgraph": (4, 3),
+    "conversation_graph": (3, 3), "paths": (6, 6), "conversations": (6, 4),
+}
+EXPECTED_REASONS = {
+    "procedures": {"procedure_too_short": 1}, "apis": {"wrong_shape": 1}, "flowgraph": {"FG-END-OUT": 1},
+    "conversations": {"CV-FIRST-USER": 2},
+}
