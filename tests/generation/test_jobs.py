@@ -1,0 +1,181 @@
+"""Jobs run in this process (job_run_inline) against the fake server: funnel, cache, cancel, imports."""
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from generation import services
+from generation.models import (
+    Conversation, Discard, Flowgraph, GenerationJob, Intent, LLMCall, Procedure, SampledPath, StageProgress, Test,
+)
+from generation.pipeline.extract import extract_tests
+from tests.fake_openai import point_settings_at
+from tests.generation.scripts import APIS, BAD, EXPECTED, EXPECTED_REASONS, FLOWGRAPH, JOB_CONFIG, StageScript
+
+
+def funnel(job: GenerationJob) -> dict[str, tuple[int, int]]:
+    return {r["stage"]: (r["generated"], r["passed"]) for r in services.job_funnel(job) if r["state"] != "skipped"}
+
+
+def assert_expected_funnel(job: GenerationJob) -> None:
+    rows = {r["stage"]: r for r in services.job_funnel(job)}
+    assert job.status == "succeeded", job.error
+    got = funnel(job)
+    tests = got.pop("tests")
+    assert got == EXPECTED
+    assert {s: rows[s]["reasons"] for s in EXPECTED_REASONS} == EXPECTED_REASONS
+    # Tests: one per agent turn after a user message or an api_output of each kept conversation.
+    expected_tests = sum(len(extract_tests(c.messages)) for c in Conversation.objects.filter(job=job))
+    assert tests == (expected_tests, expected_tests) and expected_tests >= 8
+    assert Test.objects.filter(job=job).count() == expected_tests
+    assert Intent.objects.filter(job=job).count() == 3 and Procedure.objects.filter(job=job).count() == 5
+    assert SampledPath.objects.filter(job=job).count() == 6
+    assert Discard.objects.filter(job=job).count() == 5
+
+
+@pytest.mark.django_db
+def test_whole_job_inline_exact_funnel(settings, fake_openai):
+    point_settings_at(settings, fake_openai)
+    fake_openai.set_handler(StageScript(bad=BAD))
+    job = services.job_run_inline(job=services.job_create(config=JOB_CONFIG, enqueue=False))
+    assert_expected_funnel(job)
+    calls = LLMCall.objects.filter(job=job)
+    assert set(calls.values_list("template", flat=True)) == {"A.1", "A.2", "A.3", "A.4", "A.6"}
+    assert job.prompt_tokens == 10 * calls.filter(outcome="ok").count()
+    # lineage: every test leads back to an intent of this job
+    t = Test.objects.filter(job=job).select_related("conversation__path__conversation_graph__flowgraph__procedure").first()
+    assert t.conversation.path.conversation_graph.flowgraph.procedure.intent.job == job
+    assert json.loads(json.dumps(job.counters))["flowgraph"]["discarded"] == {"FG-END-OUT": 1}
+
+
+@pytest.mark.django_db
+def test_rerun_hits_the_cache(settings, fake_openai):
+    point_settings_at(settings, fake_openai, LLM_CACHE=True)
+    fake_openai.set_handler(StageScript(bad=BAD))
+    first = services.job_run_inline(job=services.job_create(config=JOB_CONFIG, enqueue=False))
+    sent = fake_openai.request_count
+    second = services.job_run_inline(job=services.job_create(config=JOB_CONFIG, enqueue=False))
+    assert fake_openai.request_count == sent  # nothing new reached the endpoint
+    assert funnel(second) == funnel(first)
+    assert set(LLMCall.objects.filter(job=second).values_list("outcome", flat=True)) == {"cached"}
+    assert (second.prompt_tokens, second.cost_usd) == (0, 0)
+    # switched off, the same job calls the endpoint again
+    settings.LLM_CACHE = False
+    services.job_run_inline(job=services.job_create(config=JOB_CONFIG, enqueue=False))
+    assert fake_openai.request_count > sent
+
+
+@pytest.mark.django_db
+def test_item_runs_once(settings, fake_openai):
+    point_settings_at(settings, fake_openai)
+    fake_openai.set_handler(StageScript())
+    job = services.job_create(config={**JOB_CONFIG, "intents": 2}, enqueue=False)
+    published: list[tuple[str, str]] = []
+    services.job_advance(job_id=job.pk, publish=lambda stage, key: published.append((stage, key)))
+    assert published == [("intents", "intents:0:batch")]
+    assert services.item_run(job_id=job.pk, stage="intents", key="intents:0:batch") is True
+    assert services.item_run(job_id=job.pk, stage="intents", key="intents:0:batch") is True  # redelivery
+    assert Intent.objects.filter(job=job).count() == 2
+    assert fake_openai.request_count == 1
+    assert StageProgress.objects.get(job=job, stage="intents").generated == 2
+
+
+@pytest.mark.django_db
+def test_cancel(settings, fake_openai):
+    point_settings_at(settings, fake_openai)
+    fake_openai.set_handler(StageScript())
+    queued = services.job_create(config=JOB_CONFIG, enqueue=False)
+    assert services.job_cancel(job=queued).status == "cancelled"
+
+    job = services.job_create(config=JOB_CONFIG, enqueue=False)
+    published: list[tuple[str, str]] = []
+    services.job_advance(job_id=job.pk, publish=lambda stage, key: published.append((stage, key)))
+    services.item_run(job_id=job.pk, stage="intents", key=published[0][1])
+    services.job_advance(job_id=job.pk, publish=lambda stage, key: published.append((stage, key)))
+    assert len(published) == 1 + 6  # the procedures are published...
+    job.refresh_from_db()
+    assert services.job_cancel(job=job).status == "cancelling"
+    for stage, key in published[1:]:  # ...but no new work happens after cancel
+        services.item_run(job_id=job.pk, stage=stage, key=key)
+    services.job_advance(job_id=job.pk, publish=lambda stage, key: published.append((stage, key)))
+    job.refresh_from_db()
+    assert job.status == "cancelled" and job.finished_at
+    assert Procedure.objects.filter(job=job).count() == 0
+    assert fake_openai.request_count == 1
+    assert set(StageProgress.objects.get(job=job, stage="procedures").items.values()) == {"cancelled"}
+
+
+@pytest.mark.django_db
+def test_llm_stages_refuse_without_endpoint(settings):
+    settings.OPENAI_BASE_URL = ""
+    with pytest.raises(services.JobConfigError, match="No LLM endpoint is configured.*intents"):
+        services.job_create(config=JOB_CONFIG, enqueue=False)
+    with pytest.raises(CommandError, match="OPENAI_BASE_URL"):
+        call_command("generate", "--intents", "2", stdout=StringIO())
+
+
+def import_doc(flowgraph: str = FLOWGRAPH) -> dict:
+    return {"procedures": [{"intent": {"client": "library", "issue": "renewal", "name": "renew"}, "title": "Renew",
+                            "text": "Renew a library loan.", "apis": APIS, "flowgraph": fg}
+                           for fg in (flowgraph, flowgraph.replace("Greet the member", "Hello"))]}
+
+
+@pytest.mark.django_db
+def test_imported_flowgraphs_run_offline_without_endpoint(settings, tmp_path):
+    settings.OPENAI_BASE_URL = ""
+    path = tmp_path / "import.json"
+    path.write_text(json.dumps(import_doc()))
+    out = StringIO()
+    call_command("generate", "--from-file", str(path), "--inline", "--paths", "3", "--noise", "0.5", stdout=out)
+    job = GenerationJob.objects.get()
+    assert job.status == "succeeded" and job.config["start"] == "conversation_graph"
+    text = out.getvalue()
+    assert "Conversation graphs" in text and "succeeded" in text
+    f = funnel(job)
+    assert f["flowgraph"] == (2, 2) and f["conversation_graph"] == (2, 2) and f["noise"] == (2, 2)
+    assert f["paths"] == (6, 6) and f["conversations"] == (6, 6)
+    assert LLMCall.objects.count() == 0
+    assert Flowgraph.objects.filter(job=job, origin="imported").count() == 2
+
+
+@pytest.mark.django_db
+def test_invalid_imported_flowgraph_is_discarded(settings):
+    settings.OPENAI_BASE_URL = ""
+    bad = "[N0](start_message){Hi}\n[E0](N0, N1){x}\n[N1](message){dangling}"
+    job = services.job_create(config={"paths": 1}, import_data={"procedures": [
+        {"text": "p", "apis": APIS, "flowgraph": FLOWGRAPH}, {"text": "q", "apis": APIS, "flowgraph": bad}]},
+        enqueue=False)
+    job = services.job_run_inline(job=job)
+    assert Discard.objects.get(job=job).reason == "FG-LEAF-END"
+    assert funnel(job)["flowgraph"] == (2, 1) and funnel(job)["conversation_graph"] == (1, 1)
+
+
+@pytest.mark.django_db
+def test_import_errors_are_clear():
+    with pytest.raises(services.JobConfigError, match=r"procedures\[0\]: needs a non-empty 'text'"):
+        services.import_parse({"procedures": [{"title": "x"}]})
+    with pytest.raises(services.JobConfigError, match="flowgraph"):
+        services.import_parse({"procedures": [{"text": "x", "apis": APIS, "flowgraph": "[N0](bogus"}]})
+    assert services.import_parse({"intents": [{"client": "a", "issue": "b", "name": "c"}]})[0] == "procedures"
+
+
+@pytest.mark.django_db
+def test_demo_build_is_deterministic():
+    from generation.models import Api, Intent as I, Procedure as P
+    from generation.pipeline.formats import graph_to_json, parse_graph_text
+
+    intent = I.objects.create(client="c", issue="i", name="n", key="demo:i")
+    proc = P.objects.create(intent=intent, text="t", key="demo:p")
+    for a in APIS["apis"]:
+        Api.objects.create(procedure=proc, name=a["name"], parameters=a["params"], output_name=a["output"]["name"],
+                           output_type=a["output"]["type"], key=f"demo:{a['name']}")
+    fg = Flowgraph.objects.create(procedure=proc, data=graph_to_json(parse_graph_text(FLOWGRAPH)), key="demo:fg")
+    one = services.demo_build(flowgraphs=[fg], paths=3, seed=1)
+    two = services.demo_build(flowgraphs=[fg], paths=3, seed=1)
+    assert one.status == two.status == "succeeded"
+    msgs = lambda job: [c.messages for c in Conversation.objects.filter(job=job).order_by("key")]  # noqa: E731
+    assert msgs(one) == msgs(two) and len(msgs(one)) == 3
+    assert Test.objects.filter(job=one).count() == Test.objects.filter(job=two).count() > 0
