@@ -1,4 +1,43 @@
-"""REST API routes (issue #6 fills these in)."""
-from django.urls import path
+"""REST API routes: artifacts, jobs, the caller's reviews, releases, evaluation runs, schema, docs."""
+from django.urls import include, path
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import DefaultRouter
 
-urlpatterns: list = []
+from almita_web.api.common import role_permission
+from almita_web.api.docs import ANY_ROLE, SchemaView, api_docs
+from curation import api as curation_api
+from evaluation import api as evaluation_api
+from generation import api as generation_api
+
+app_name = "api"
+
+
+class Router(DefaultRouter):
+    """The browsable API root; it checks the role like every other endpoint."""
+
+    def get_api_root_view(self, api_urls=None):
+        view = super().get_api_root_view(api_urls)
+        view.cls.permission_classes = [role_permission(*ANY_ROLE)]
+        return view
+
+
+router = Router()
+router.register("intents", generation_api.IntentViewSet, basename="intent")
+router.register("procedures", generation_api.ProcedureViewSet, basename="procedure")
+router.register("apis", generation_api.ApiViewSet, basename="api")
+router.register("flowgraphs", generation_api.FlowgraphViewSet, basename="flowgraph")
+router.register("conversation-graphs", generation_api.ConversationGraphViewSet, basename="conversationgraph")
+router.register("paths", generation_api.SampledPathViewSet, basename="path")
+router.register("conversations", generation_api.ConversationViewSet, basename="conversation")
+router.register("tests", generation_api.TestViewSet, basename="test")
+router.register("jobs", generation_api.JobViewSet, basename="job")
+router.register("reviews", curation_api.ReviewViewSet, basename="review")
+router.register("releases", curation_api.ReleaseViewSet, basename="release")
+router.register("evaluation-runs", evaluation_api.EvaluationRunViewSet, basename="evaluationrun")
+
+urlpatterns = [
+    path("auth/token/", obtain_auth_token, name="token"),
+    path("schema/", SchemaView.as_view(), name="schema"),
+    path("docs/", api_docs, name="docs"),
+    path("", include(router.urls)),
+]

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from curation.models import Release, ReleaseKind, ReleaseRecord, ReleaseTest, Review, ReviewStage
+from curation.models import Release, ReleaseKind, ReleaseRecord, ReleaseTest, ReviewStage
 from generation.imports import (
     api_row_to_dict, conversation_graph_record, conversation_record, flowgraph_record, intent_record,
     path_record, procedure_record, record_id,
@@ -312,23 +312,16 @@ def funnel(release: Release, stats: dict) -> list[tuple[str, list[int]]]:
 
 
 def agreement_by_stage() -> dict[str, dict[str, Any]]:
-    """Percent agreement and Cohen's κ of the first two reviews of every doubly reviewed item."""
-    from curation.agreement import cohen_kappa, percent_agreement
+    """Agreement figures per review stage, from the curation services (percent, Cohen's κ, α)."""
+    from curation.services import agreement_for_stage
 
-    pairs: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    current: tuple[int, str] | None = None
-    verdicts: list[str] = []
-    rows = Review.objects.order_by("item_id", "id").values_list("item_id", "item__stage", "verdict")
-    for item_id, stage, verdict in list(rows) + [(None, None, None)]:
-        if current is None or item_id != current[0]:
-            if current is not None and len(verdicts) >= 2:
-                pairs[current[1]].append((verdicts[0], verdicts[1]))
-            current, verdicts = (item_id, stage), []
-        verdicts.append(verdict)
     out = {}
     for stage in ReviewStage.values:
-        p, k = percent_agreement(pairs[stage]), cohen_kappa(pairs[stage])
-        out[stage] = {"items": p.n, "percent": p.value, "kappa": k.value, "note": k.explanation or p.explanation}
+        a = agreement_for_stage(stage)["overall"]
+        out[stage] = {
+            "items": a["percent"]["n"], "percent": a["percent"]["value"], "kappa": a["kappa"]["value"],
+            "alpha": a["alpha"]["value"], "note": a["kappa"]["explanation"] or a["percent"]["explanation"],
+        }
     return out
 
 
@@ -366,10 +359,12 @@ def release_card(release: Release, stats: dict) -> str:
         lines.append(f"| {label} | " + " | ".join(f"{v:,}" for v in values) + " |")
     lines += ["", "Generated = rows plus items discarded by automatic filters; the last row is this release.", "",
               "## Agreement per review stage", "",
-              "| Stage | Items with two reviews | Percent agreement | Cohen's κ |", "|---|---|---|---|"]
+              "| Stage | Review pairs | Percent agreement | Cohen's κ | Krippendorff's α |", "|---|---|---|---|---|"]
     for stage, a in agreement_by_stage().items():
-        lines.append(f"| {ReviewStage(stage).label} | {a['items']} | {_fmt(a['percent'], True)} | {_fmt(a['kappa'])} |")
-    lines += ["", "Computed over all reviews in the studio at release time (first two reviews of each item).", "",
+        lines.append(f"| {ReviewStage(stage).label} | {a['items']} | {_fmt(a['percent'], True)} | {_fmt(a['kappa'])} "
+                     f"| {_fmt(a['alpha'])} |")
+    lines += ["", "Computed by the curation services over every completed review item in the studio at release "
+              "time (not only the items in this release).", "",
               "## Noise kinds", ""]
     lines += [f"- {k}: {n} conversations" for k, n in sorted(stats["noise"].items())] or ["- none"]
     lines += ["", "## Generator models and prompt versions", ""]

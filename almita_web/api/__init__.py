@@ -1,0 +1,1 @@
+"""Shared REST API pieces: role permissions, filtering, pagination and the docs page."""
