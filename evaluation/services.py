@@ -2,7 +2,7 @@
 
 A run is created with one pending TestResult per release test. Celery "lanes" (at most
 `run.concurrency` of them) each claim one pending result with a conditional update, ask the agent,
-judge the answer and store it, then enqueue the next step of the lane. The last lane to find
+judge the answer and store it, and go on with the next pending test. The last lane to find
 nothing left finishes the run: metrics with bootstrap confidence intervals and the breakdowns are
 stored on the run. Cancel stops the lanes; resume puts unfinished and failed tests back to pending.
 
@@ -107,9 +107,8 @@ def run_create(*, agent: Agent, release: Release, created_by=None, similarity: s
     )
     TestResult.objects.bulk_create([TestResult(run=run, entry_id=pk) for pk in entry_ids], batch_size=500)
     if start:
-        from evaluation.tasks import evaluate_start
-
-        transaction.on_commit(lambda: evaluate_start.delay(run.pk))
+        run_start(run_id=run.pk)
+        run.refresh_from_db()
     return run
 
 
@@ -119,21 +118,21 @@ def _lanes_to_dispatch(run: EvaluationRun) -> int:
 
 
 def _dispatch(run_id: int, lanes: int) -> None:
-    from evaluation.tasks import evaluate_step
+    from evaluation.tasks import evaluate_lane
 
     def send() -> None:
         for _ in range(lanes):
-            evaluate_step.delay(run_id)
+            evaluate_lane.delay(run_id)
 
     transaction.on_commit(send)
 
 
 @transaction.atomic
 def run_start(*, run_id: int, dispatch: bool = True) -> int:
-    """queued -> running; enqueue the lanes. Returns the number of lanes (0: nothing to do)."""
+    """queued -> running; enqueue the lanes after commit. Returns the number of lanes."""
     run = EvaluationRun.objects.select_for_update().get(pk=run_id)
     if run.status != RunStatus.QUEUED:
-        return 0  # a duplicate start message: the first one already dispatched the lanes
+        return 0  # already started: its lanes are out
     run.check_transition(RunStatus.RUNNING)
     run.status = RunStatus.RUNNING
     run.started_at = timezone.now()

@@ -7,18 +7,15 @@ from evaluation import services
 
 
 @shared_task(ignore_result=True)
-def evaluate_start(run_id: int) -> None:
-    """Idempotent: only a queued run is started; a duplicate message does nothing."""
-    services.run_start(run_id=run_id)
+def evaluate_lane(run_id: int) -> None:
+    """One lane of a run: claim a pending test (conditional update), evaluate it, store its result
+    keyed on (run, test); repeat until none is left; the last lane finishes the run.
 
-
-@shared_task(ignore_result=True)
-def evaluate_step(run_id: int) -> None:
-    """One lane step: claim one pending test (conditional update), evaluate it, store its result
-    keyed on (run, test), then enqueue the lane's next step. A redelivered message just claims
-    another pending test; the last lane to find none finishes the run."""
+    A run has at most `run.concurrency` lanes, which is its concurrency bound. A lane loops instead
+    of enqueueing a successor per test: a broker round trip per test would cost wall time, and the
+    filesystem broker can hand a worker a message file that its own producer thread has not
+    finished writing. Idempotent: a redelivered lane (worker killed) just claims the next pending
+    test; a test claimed by the dead lane is picked up again by `run_resume` once its claim is stale.
+    """
     while services.run_step(run_id=run_id):
-        if not evaluate_step.app.conf.task_always_eager:
-            evaluate_step.delay(run_id)
-            return
-        # Eager mode (no broker): keep looping here instead of recursing one level per test.
+        pass
