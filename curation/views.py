@@ -203,7 +203,7 @@ def agreement_csv(request: HttpRequest) -> HttpResponse:
     writer.writeheader()
     for row in rows:
         # Neutralise spreadsheet formulas in free text.
-        writer.writerow({k: ("'" + v if isinstance(v, str) and v[:1] in "=+-@" else v) for k, v in row.items()})
+        writer.writerow({k: ("'" + v if isinstance(v, str) and v and v[0] in "=+-@" else v) for k, v in row.items()})
     return response
 
 

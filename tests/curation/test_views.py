@@ -1,0 +1,214 @@
+"""Every curation page and endpoint for every role, anonymous visitors and wrong methods."""
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import pytest
+from django.urls import reverse
+
+from curation import services
+from curation.models import Claim, ItemState, Review, ReviewItem, ReviewStage
+from tests.conftest import PASSWORD
+from tests.curation.factories import HOSTILE, build_lineage
+
+ROLES = ["annotator", "annotator_b", "adjudicator", "researcher", "admin", "outsider", None]
+
+
+@pytest.fixture
+def world(personas):
+    """A flowgraph item held by `annotator`, and a disputed procedure item."""
+    lin = build_lineage(conversations=1)
+    services.items_sync()
+    a, b = personas["annotator"], personas["annotator_b"]
+    proc = services.review_claim_next(annotator=a, stage=ReviewStage.PROCEDURE)
+    services.review_submit(annotator=a, item_id=proc.pk, verdict="accept")
+    services.review_claim_next(annotator=b, stage=ReviewStage.PROCEDURE)
+    services.review_submit(annotator=b, item_id=proc.pk, verdict="reject", reason_codes=["PR-GENERAL"],
+                           comment="vague step 3")
+    fg = services.review_claim_next(annotator=a, stage=ReviewStage.FLOWGRAPH)
+    return {"lineage": lin, "fg": fg, "disputed": proc, **personas}
+
+
+def login(client, world, role):
+    if role:
+        client.login(username=world[role].username, password=PASSWORD)
+
+
+def check(resp, role, allowed):
+    if role is None:
+        assert resp.status_code == 302 and reverse("login") in resp["Location"]
+    elif allowed:
+        assert resp.status_code in (200, 302), resp.status_code
+    else:
+        assert resp.status_code == 403
+
+
+GET_PAGES = [
+    ("curation:queue", {}, {"annotator", "annotator_b", "admin"}),
+    ("curation:adjudication", {}, {"adjudicator", "admin"}),
+    ("curation:agreement", {}, {"adjudicator", "researcher", "admin"}),
+    ("curation:agreement_csv", {}, {"adjudicator", "researcher", "admin"}),
+    ("curation:progress", {}, {"adjudicator", "admin"}),
+    ("curation:audit", {}, {"admin"}),
+]
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("name,kwargs,allowed", GET_PAGES)
+def test_get_pages_by_role(client, world, role, name, kwargs, allowed):
+    login(client, world, role)
+    resp = client.get(reverse(name, kwargs=kwargs))
+    check(resp, role, role in allowed)
+    if role in allowed:
+        assert resp.status_code == 200
+        assert client.post(reverse(name, kwargs=kwargs)).status_code == 405
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_review_page_by_role(client, world, role):
+    login(client, world, role)
+    resp = client.get(reverse("curation:review", args=[world["fg"].pk]))
+    # Only the annotator holding the claim (and admins) may open it.
+    check(resp, role, role in {"annotator", "admin"})
+    if role == "annotator":
+        assert resp.status_code == 200 and "<svg" in resp.content.decode()
+        assert client.post(reverse("curation:review", args=[world["fg"].pk])).status_code == 405
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_claim_next_by_role(client, world, role):
+    login(client, world, role)
+    url = reverse("curation:claim_next", args=["flowgraph"])
+    resp = client.post(url)
+    check(resp, role, role in {"annotator", "annotator_b", "admin"})
+    if role in {"annotator", "annotator_b"}:
+        assert resp["Location"] == reverse("curation:review", args=[world["fg"].pk])
+        assert client.get(url).status_code == 405
+    if role == "annotator":
+        assert client.post(reverse("curation:claim_next", args=["nonsense"])).status_code == 404
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_submit_by_role(client, world, role):
+    login(client, world, role)
+    url = reverse("curation:submit", args=[world["fg"].pk])
+    resp = client.post(url, {"verdict": "accept"})
+    check(resp, role, role in {"annotator", "annotator_b", "admin"})
+    if role == "annotator":
+        assert Review.objects.filter(item=world["fg"], annotator=world["annotator"]).exists()
+        assert client.get(url).status_code == 405
+    elif role in {"annotator_b", "admin"}:
+        # Allowed to try, but they hold no claim: nothing is recorded.
+        assert not Review.objects.filter(item=world["fg"]).exists()
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_skip_by_role(client, world, role):
+    login(client, world, role)
+    url = reverse("curation:skip", args=[world["fg"].pk])
+    resp = client.post(url, {"reason": "unsure", "detail": "not my domain"})
+    check(resp, role, role in {"annotator", "annotator_b", "admin"})
+    if role == "annotator":
+        assert not Claim.objects.filter(item=world["fg"], annotator=world["annotator"]).exists()
+        assert world["fg"].skips.get().reason == "unsure: not my domain"
+        assert client.get(url).status_code == 405
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_undo_by_role(client, world, role):
+    login(client, world, role)
+    url = reverse("curation:undo")
+    resp = client.post(url)
+    check(resp, role, role in {"annotator", "annotator_b", "admin"})
+    if role == "annotator":
+        # annotator's last verdict is on the disputed procedure: withdrawn, claim restored.
+        world["disputed"].refresh_from_db()
+        assert world["disputed"].state == ItemState.OPEN
+        assert resp["Location"] == reverse("curation:review", args=[world["disputed"].pk])
+        assert client.get(url).status_code == 405
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_adjudicate_by_role(client, world, role):
+    login(client, world, role)
+    url = reverse("curation:adjudicate", args=[world["disputed"].pk])
+    resp = client.get(url)
+    check(resp, role, role in {"adjudicator", "admin"})
+    if role not in {"adjudicator", "admin"}:
+        resp = client.post(url, {"decision": "reject", "note": "x"})
+        check(resp, role, False)
+        return
+    page = resp.content.decode()
+    assert "vague step 3" in page and "Annotator 1" in page and "annotator_b" not in page
+    assert "annotator_b" in client.get(url + "?names=1").content.decode()
+    assert client.put(url).status_code == 405
+    # A note is required.
+    resp = client.post(url, {"decision": "reject", "note": " "})
+    assert resp.status_code == 200 and ReviewItem.objects.get(pk=world["disputed"].pk).state == ItemState.DISAGREEMENT
+    resp = client.post(url, {"decision": "reject", "note": "step 3 is vague"})
+    assert resp.status_code == 302
+    page = client.get(url).content.decode()
+    assert 'id="cascade"' in page and "excluded" in page
+
+
+def test_open_items_are_not_shown_on_the_adjudication_page(client, world):
+    client.login(username="adjudicator", password=PASSWORD)
+    resp = client.get(reverse("curation:adjudicate", args=[world["fg"].pk]))
+    assert resp.status_code == 302
+
+
+def test_agreement_csv_only_complete_items(client, world):
+    services.review_submit(annotator=world["annotator"], item_id=world["fg"].pk, verdict="accept")
+    client.login(username="researcher", password=PASSWORD)
+    resp = client.get(reverse("curation:agreement_csv"))
+    rows = list(csv.DictReader(io.StringIO(resp.content.decode())))
+    assert {r["stage"] for r in rows} == {"procedure"}  # the half-reviewed flowgraph stays blind
+    assert {r["comment"] for r in rows} == {"", "vague step 3"}
+    page = client.get(reverse("curation:agreement")).content.decode()
+    assert "undefined" in page and "annotator_a · annotator_b" in page
+
+
+def test_admin_site_is_closed_to_every_role_but_admin(client, world):
+    url = reverse("admin:curation_review_changelist")
+    for role in ("annotator", "annotator_b", "adjudicator", "researcher", "outsider"):
+        client.logout()
+        login(client, world, role)
+        resp = client.get(url)
+        assert resp.status_code == 302 and "/admin/login/" in resp["Location"], role
+    client.logout()
+    login(client, world, "admin")
+    page = client.get(url).content.decode()
+    assert client.get(url).status_code == 200 and "annotator_b" in page
+
+
+def test_annotator_b_sees_no_verdict_of_a_before_submitting(client, world):
+    a, b = world["annotator"], world["annotator_b"]
+    services.review_submit(annotator=a, item_id=world["fg"].pk, verdict="reject", reason_codes=["FG-ROOT"],
+                           comment="SECRET-COMMENT-OF-A")
+    client.login(username=b.username, password=PASSWORD)
+    resp = client.post(reverse("curation:claim_next", args=["flowgraph"]))
+    page = client.get(resp["Location"]).content.decode()
+    assert "SECRET-COMMENT-OF-A" not in page and "FG-ROOT</code> <span" not in page.split('id="reasons"')[0]
+    assert 'id="other-verdicts"' not in page
+
+
+def test_hostile_text_is_escaped_in_pages_and_svg(client, db, annotator_a):
+    lin = build_lineage(conversations=1, hostile=True)
+    services.items_sync()
+    client.login(username=annotator_a.username, password=PASSWORD)
+    for stage in ("procedure", "flowgraph", "conversation"):
+        resp = client.post(reverse("curation:claim_next", args=[stage]))
+        page = client.get(resp["Location"]).content.decode()
+        assert "<script>alert" not in page, stage
+        assert "&lt;script&gt;alert(" in page, stage
+        if stage == "flowgraph":
+            svg = page[page.index("<svg"):page.index("</svg>")]
+            assert "&lt;script&gt;" in svg and "<script" not in svg
+            # The DOT syntax stayed inside its label: no extra node or edge was injected.
+            assert len(re.findall(r'class="node"', svg)) == len(lin.flowgraph.data["nodes"])
+            assert len(re.findall(r'class="edge"', svg)) == len(lin.flowgraph.data["edges"])
+            assert "&quot;]; a &#45;&gt; b [" in svg
+        if stage == "conversation":
+            assert page.count("<svg") == 1
