@@ -285,8 +285,8 @@ def job_cancel(*, job: GenerationJob) -> GenerationJob:
         from generation.tasks import job_advance_task
 
         transaction.on_commit(lambda: job_advance_task.delay(job.pk))
-    elif not job.is_terminal and job.status != JobStatus.CANCELLING:
-        raise IllegalTransition(f"job {job.pk} cannot be cancelled from {job.status}")
+    elif job.is_terminal:
+        raise IllegalTransition(f"job {job.pk} is {job.status} and cannot be cancelled")
     job.refresh_from_db()
     return job
 
@@ -525,3 +525,32 @@ ARTIFACT_MODELS = [("intents", Intent), ("procedures", Procedure), ("apis", Api)
 
 def job_artifact_counts(job: GenerationJob) -> dict[str, int]:
     return {stage: model.objects.filter(job=job).count() for stage, model in ARTIFACT_MODELS}
+
+
+# --------------------------------------------------------------------------- graph pictures
+
+
+def graph_svg(*, obj: Flowgraph | ConversationGraph | SampledPath) -> tuple[str, str]:
+    """(svg, error message): the Graphviz picture of a graph row, cached on the row's svg field.
+
+    A sampled path is drawn as its conversation graph with the path highlighted (not cached: the
+    path row has no picture of its own).
+    """
+    from generation.pipeline.formats import graph_from_json
+    from generation.pipeline.render import GraphvizMissing, to_svg
+
+    if isinstance(obj, SampledPath):
+        source, highlight = obj.conversation_graph, obj.node_ids
+    else:
+        source, highlight = obj, None
+    if highlight is None and source.svg:
+        return source.svg, ""
+    try:
+        svg = to_svg(graph_from_json(source.data), highlight_path=highlight)
+    except GraphvizMissing as exc:
+        return "", str(exc)
+    except (GraphFormatError, RuntimeError, OSError) as exc:
+        return "", f"The graph could not be drawn: {exc}"
+    if highlight is None:
+        type(source).objects.filter(pk=source.pk).update(svg=svg)
+    return svg, ""

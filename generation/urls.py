@@ -5,4 +5,12 @@ from generation import views
 app_name = "generation"
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("jobs/fragment/", views.jobs_fragment, name="jobs_fragment"),
+    path("jobs/new/", views.job_launch, name="launch"),
+    path("jobs/<int:job_id>/", views.job_detail, name="job"),
+    path("jobs/<int:job_id>/fragment/", views.job_fragment, name="job_fragment"),
+    path("jobs/<int:job_id>/cancel/", views.job_cancel, name="cancel"),
+    path("jobs/<int:job_id>/calls/<int:call_id>/", views.llm_call, name="llm_call"),
+    path("jobs/<int:job_id>/items/<str:stage>/", views.job_items, name="items"),
+    path("items/<str:kind>/<int:pk>/", views.item_detail, name="item"),
 ]

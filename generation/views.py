@@ -1,13 +1,154 @@
+"""The admins' generation dashboard: launch, watch (polled fragments), inspect jobs and items."""
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from almita_web.roles import ADMIN, role_required
-from generation.models import GenerationJob
+from generation import llm, services
+from generation.forms import CancelForm, JobForm
+from generation.models import (
+    Api, Conversation, ConversationGraph, Discard, Flowgraph, GenerationJob, IllegalTransition, Intent, LLMCall,
+    Procedure, SampledPath, Test,
+)
+
+# URL kind → (model, title, has a graph picture)
+ITEM_KINDS = {
+    "intent": (Intent, "Intent", False),
+    "procedure": (Procedure, "Procedure", False),
+    "api": (Api, "API", False),
+    "flowgraph": (Flowgraph, "Flowgraph", True),
+    "conversation-graph": (ConversationGraph, "Conversation graph", True),
+    "path": (SampledPath, "Sampled path", True),
+    "conversation": (Conversation, "Conversation", False),
+    "test": (Test, "Test", False),
+}
+STAGE_KIND = {"intents": "intent", "procedures": "procedure", "apis": "api", "flowgraph": "flowgraph",
+              "conversation_graph": "conversation-graph", "paths": "path", "conversations": "conversation",
+              "tests": "test"}
+
+
+def _jobs_context() -> dict:
+    jobs = list(GenerationJob.objects.all()[:30])
+    return {"jobs": [{"job": j, "funnel": services.job_funnel(j)} for j in jobs],
+            "any_active": any(not j.is_terminal for j in jobs)}
 
 
 @role_required(ADMIN)
+@require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
-    jobs = GenerationJob.objects.all()[:50]
-    return render(request, "generation/dashboard.html", {"jobs": jobs})
+    return render(request, "generation/dashboard.html", {
+        "form": JobForm(), "endpoint": llm.endpoint_configured(),
+        "no_endpoint_message": llm.NO_ENDPOINT_MESSAGE, **_jobs_context(),
+    })
+
+
+@role_required(ADMIN)
+@require_GET
+def jobs_fragment(request: HttpRequest) -> HttpResponse:
+    return render(request, "generation/_jobs.html", _jobs_context())
+
+
+@role_required(ADMIN)
+@require_POST
+def job_launch(request: HttpRequest) -> HttpResponse:
+    form = JobForm(request.POST, request.FILES)
+    if form.is_valid():
+        try:
+            job = services.job_create(created_by=request.user, **form.job_arguments())
+        except services.JobConfigError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"{job} queued.")
+            return redirect("generation:job", job_id=job.pk)
+    return render(request, "generation/dashboard.html", {
+        "form": form, "endpoint": llm.endpoint_configured(), "no_endpoint_message": llm.NO_ENDPOINT_MESSAGE,
+        **_jobs_context(),
+    }, status=400)
+
+
+def _job_context(job: GenerationJob) -> dict:
+    funnel = services.job_funnel(job)
+    return {"job": job, "funnel": funnel, "counts": services.job_artifact_counts(job),
+            "totals": {k: sum(r[k] for r in funnel) for k in ("calls", "prompt_tokens", "completion_tokens",
+                                                               "errors", "retried", "cached")}}
+
+
+@role_required(ADMIN)
+@require_GET
+def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = get_object_or_404(GenerationJob, pk=job_id)
+    examples: dict[tuple[str, str], list[Discard]] = {}
+    for d in Discard.objects.filter(job=job).order_by("stage", "reason", "id"):
+        group = examples.setdefault((d.stage, d.reason), [])
+        if len(group) < 3:
+            group.append(d)
+    reasons = (Discard.objects.filter(job=job).values("stage", "reason").annotate(n=Count("id"))
+               .order_by("stage", "-n"))
+    calls = Paginator(LLMCall.objects.filter(job=job).order_by("-id").only(
+        "id", "stage", "key", "attempt", "model", "template", "template_version", "outcome", "latency_ms",
+        "prompt_tokens", "completion_tokens", "cost_usd", "error", "created_at"), 50).get_page(request.GET.get("page"))
+    return render(request, "generation/job.html", {
+        **_job_context(job), "reasons": [{**r, "examples": examples.get((r["stage"], r["reason"]), [])} for r in reasons],
+        "calls": calls, "stage_kinds": STAGE_KIND,
+    })
+
+
+@role_required(ADMIN)
+@require_GET
+def job_fragment(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = get_object_or_404(GenerationJob, pk=job_id)
+    return render(request, "generation/_job_progress.html", {**_job_context(job), "stage_kinds": STAGE_KIND})
+
+
+@role_required(ADMIN)
+@require_POST
+def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = get_object_or_404(GenerationJob, pk=job_id)
+    CancelForm(request.POST)
+    try:
+        job = services.job_cancel(job=job)
+        messages.success(request, f"{job}: {job.get_status_display().lower()}.")
+    except IllegalTransition:
+        messages.error(request, f"{job} is {job.get_status_display().lower()} and cannot be cancelled.")
+    return redirect("generation:job", job_id=job.pk)
+
+
+@role_required(ADMIN)
+@require_GET
+def llm_call(request: HttpRequest, job_id: int, call_id: int) -> HttpResponse:
+    call = get_object_or_404(LLMCall, pk=call_id, job_id=job_id)
+    return render(request, "generation/llm_call.html", {"call": call, "job": call.job})
+
+
+@role_required(ADMIN)
+@require_GET
+def job_items(request: HttpRequest, job_id: int, stage: str) -> HttpResponse:
+    job = get_object_or_404(GenerationJob, pk=job_id)
+    kind = STAGE_KIND.get(stage)
+    if kind is None:
+        raise Http404("unknown stage")
+    model = ITEM_KINDS[kind][0]
+    qs = model.objects.filter(job=job)
+    if stage == "conversation_graph":
+        qs = qs.filter(key__startswith="conversation_graph:") | qs.filter(key__startswith="noise:") | qs.filter(
+            origin="imported")
+    page = Paginator(qs.order_by("id"), 100).get_page(request.GET.get("page"))
+    return render(request, "generation/items.html", {"job": job, "stage": stage, "kind": kind, "page": page,
+                                                     "title": ITEM_KINDS[kind][1]})
+
+
+@role_required(ADMIN)
+@require_GET
+def item_detail(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
+    if kind not in ITEM_KINDS:
+        raise Http404("unknown kind")
+    model, title, has_graph = ITEM_KINDS[kind]
+    obj = get_object_or_404(model, pk=pk)
+    svg, svg_error = services.graph_svg(obj=obj) if has_graph else ("", "")
+    return render(request, "generation/item.html", {"obj": obj, "kind": kind, "title": title, "svg": svg,
+                                                    "svg_error": svg_error})

@@ -1,0 +1,88 @@
+"""The job launch form: validation of the user's input only; the job rules live in services."""
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.conf import settings
+
+from generation.pipeline.sampling import SAMPLERS
+
+LLM_STAGES = ("intents", "procedures", "apis", "flowgraph", "conversation_graph", "conversations")
+MAX_IMPORT_BYTES = 20 * 1024 * 1024
+
+
+class JobForm(forms.Form):
+    name = forms.CharField(required=False, max_length=200)
+    intents = forms.IntegerField(required=False, min_value=1, max_value=1000,
+                                 help_text="How many intents to generate with prompt A.1.")
+    seed_intents = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Or your own intents, one per line: client | issue | name.")
+    import_file = forms.FileField(
+        required=False, help_text="Or a JSON file of intents or procedures (optionally with APIs and flowgraphs).")
+    procedures_per_intent = forms.IntegerField(min_value=1, max_value=20, initial=1)
+    paths = forms.IntegerField(min_value=1, max_value=100, initial=2, label="Paths per graph")
+    sampler = forms.ChoiceField(choices=[(s, s) for s in SAMPLERS], initial="algorithm1")
+    noise = forms.FloatField(min_value=0, max_value=1, initial=0.0, help_text="Probability per assistant node.")
+    seed = forms.IntegerField(initial=0)
+    conversation_graph = forms.ChoiceField(
+        choices=[("deterministic", "Deterministic converter"), ("llm", "LLM (prompt A.5)")], initial="deterministic")
+    conversations = forms.ChoiceField(
+        choices=[("offline", "Offline realisation"), ("llm", "LLM (prompt A.6)"),
+                 ("procedure", "LLM from procedures (A.7 ablation)")], initial="offline")
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for stage in LLM_STAGES:
+            self.fields[f"model_{stage}"] = forms.CharField(
+                required=False, max_length=200, label=f"Model: {stage.replace('_', ' ')}",
+                widget=forms.TextInput(attrs={"placeholder": settings.LLM_STAGE_MODELS.get(stage, "")}))
+
+    def model_fields(self):
+        return [self[f"model_{s}"] for s in LLM_STAGES]
+
+    def clean_import_file(self):
+        f = self.cleaned_data.get("import_file")
+        if not f:
+            return None
+        if f.size > MAX_IMPORT_BYTES:
+            raise forms.ValidationError("The file is larger than 20 MB.")
+        try:
+            return json.loads(f.read().decode("utf-8-sig"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise forms.ValidationError(f"The file is not JSON: {exc}") from None
+
+    def clean_seed_intents(self):
+        text = self.cleaned_data.get("seed_intents", "").strip()
+        if not text:
+            return None
+        intents = []
+        for i, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            parts = [p.strip() for p in line.split("|")]
+            if len(parts) != 3 or not all(parts):
+                raise forms.ValidationError(f"Line {i}: write client | issue | name.")
+            intents.append(dict(zip(("client", "issue", "name"), parts)))
+        return {"intents": intents}
+
+    def clean(self):
+        data = super().clean()
+        sources = [bool(data.get("intents")), bool(data.get("seed_intents")), bool(data.get("import_file"))]
+        if sum(sources) != 1:
+            raise forms.ValidationError("Give exactly one of: a number of intents, your own intents, or an import file.")
+        return data
+
+    def job_arguments(self) -> dict:
+        d = self.cleaned_data
+        config = {k: d[k] for k in ("procedures_per_intent", "paths", "sampler", "noise", "seed",
+                                    "conversation_graph", "conversations")}
+        config["intents"] = d.get("intents") or 0
+        config["models"] = {s: d[f"model_{s}"] for s in LLM_STAGES if d.get(f"model_{s}")}
+        return {"config": config, "name": d.get("name", ""),
+                "import_data": d.get("seed_intents") or d.get("import_file")}
+
+
+class CancelForm(forms.Form):
+    """No fields: a POST with a CSRF token is the whole request."""

@@ -1,0 +1,20 @@
+// Live progress: re-fetch the server-rendered fragment of every [data-poll-url] element while
+// its content says work is still active; stop once everything is finished.
+(function () {
+  "use strict";
+  var INTERVAL = 2000;
+  function active(el) {
+    var state = el.querySelector(".poll-state");
+    return state && state.getAttribute("data-active") === "1";
+  }
+  function poll(el) {
+    if (!active(el)) return;
+    window.setTimeout(function () {
+      fetch(el.getAttribute("data-poll-url"), { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
+        .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
+        .then(function (html) { el.innerHTML = html; poll(el); })
+        .catch(function () { window.setTimeout(function () { poll(el); }, INTERVAL * 3); });
+    }, INTERVAL);
+  }
+  document.querySelectorAll("[data-poll-url]").forEach(poll);
+})();
