@@ -1,0 +1,162 @@
+"""Benchmark: stream 1,000,000 release tests to JSON Lines and CSV; print rows/s and peak RSS.
+
+    python bench/export.py                  # 1,000,000 synthetic rows from a generator
+    python bench/export.py --rows 200000    # fewer rows
+    python bench/export.py --db 1000000     # rows frozen in a real release in a throwaway SQLite DB
+
+Default source: a generator of frozen test rows with the exact shape of ReleaseTest.data
+(procedure text of ~300 words, four APIs, a context of several messages), fed through the same
+writer functions the download views and `export_release` use (curation.exports.jsonl_chunks and
+csv_chunks), written to a temporary file. With --db, the rows are first bulk-inserted into
+ReleaseTest rows of a release in a fresh SQLite database and then streamed from the database
+exactly as the views stream them (JSONL passes the stored JSON text through; CSV decodes rows).
+Target: ≥ 50,000 rows/s and < 300 MB peak RSS.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def setup_django(var_dir: str) -> None:
+    os.environ.setdefault("DEBUG", "true")
+    os.environ["ALMITA_VAR_DIR"] = var_dir
+    os.environ.pop("DATABASE_URL", None) if os.environ.get("BENCH_KEEP_DB_URL") is None else None
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "almita_web.settings")
+    import django
+
+    django.setup()
+
+
+WORDS = ("customer order refund parcel account verify address payment confirm cancel delivery "
+         "status ask check apologise escalate record offer explain close").split()
+
+
+def templates(n: int = 64) -> list[dict]:
+    """A pool of realistic rows; the generator varies their ids."""
+    import random
+
+    rng = random.Random(7)
+    out = []
+    for k in range(n):
+        text = " ".join(rng.choice(WORDS) for _ in range(300))
+        apis = [{"name": f"api_{k}_{j}", "desc": "Does one thing for the agent.",
+                 "params": [{"name": "order_id", "type": "int", "required": True, "description": ""},
+                            {"name": "email", "type": "str", "required": False, "description": ""}],
+                 "output": {"name": "result", "type": "dict"}} for j in range(4)]
+        context = [{"role": "user", "content": "My parcel never arrived, order 8812, email a@b.example."},
+                   {"role": "assistant", "content": "Sorry to hear that. Let me look it up."},
+                   {"role": "api", "content": f"api_{k}_0(order_id=8812, email='a@b.example')"},
+                   {"role": "api_output", "content": '{"status": "lost", "carrier": "PostCo"}'},
+                   {"role": "assistant", "content": "The parcel is lost. Shall I open a claim?"},
+                   {"role": "user", "content": "Yes please."}]
+        expected = ({"type": "api_call", "name": f"api_{k}_1", "parameters": {"order_id": 8812}}
+                    if k % 2 else {"type": "reply", "content": "I have opened a claim; you will hear from us."})
+        out.append({
+            "test_id": 0, "conversation_id": 0, "position": 6,
+            "intent": {"id": k, "client": "PostCo", "issue": "A parcel was lost", "name": f"lost parcel {k}"},
+            "procedure": {"id": k, "title": f"Lost parcels {k}", "text": text},
+            "apis": apis, "context": context, "expected": expected, "noise_kinds": ["digression"] if k % 3 == 0 else [],
+            "conversation_mode": "offline", "path_id": k, "path_node_ids": ["N0", "N1", "N2", "N3", "N4", "N5"],
+            "conversation_graph_id": k, "flowgraph_id": k, "job_id": None,
+        })
+    return out
+
+
+def synthetic_rows(n: int):
+    pool = templates()
+    size = len(pool)
+    for i in range(n):
+        tpl = pool[i % size]
+        yield {**tpl, "test_id": i + 1, "conversation_id": i // 7 + 1}
+
+
+def synthetic_text_rows(n: int):
+    """The rows as the database hands them to the JSONL download: stored JSON text."""
+    import json
+
+    pool = []
+    for tpl in templates():
+        text = json.dumps({**tpl, "test_id": 0, "conversation_id": 0}, ensure_ascii=False, separators=(",", ":"))
+        head, tail = text.split('"test_id":0,"conversation_id":0', 1)
+        pool.append((head, tail))
+    size = len(pool)
+    for i in range(n):
+        head, tail = pool[i % size]
+        yield f'{head}"test_id":{i + 1},"conversation_id":{i // 7 + 1}{tail}'
+
+
+def run(label: str, chunks, n: int, out: Path) -> None:
+    start = time.perf_counter()
+    written = 0
+    with open(out, "wb") as fh:
+        for chunk in chunks:
+            data = chunk.encode() if isinstance(chunk, str) else chunk
+            fh.write(data)
+            written += len(data)
+    elapsed = time.perf_counter() - start
+    print(f"{label:<28} {n:>10,} rows  {elapsed:7.2f} s  {n / elapsed:>10,.0f} rows/s  "
+          f"{written / 1e6:>8,.0f} MB written  peak RSS {peak_rss_mb():6.1f} MB", flush=True)
+    out.unlink()
+
+
+def fill_db(n: int):
+    """Freeze n synthetic rows into a release of a fresh database."""
+    from django.core.management import call_command
+    from django.db import transaction
+
+    from curation.models import Release, ReleaseTest
+
+    call_command("migrate", run_syncdb=True, verbosity=0)
+    start = time.perf_counter()
+    with transaction.atomic():
+        release = Release.objects.create(name="bench", version=1, content_hash="-", manifest={})
+        batch = []
+        for d in synthetic_rows(n):
+            batch.append(ReleaseTest(release=release, test_id=d["test_id"], conversation_id=d["conversation_id"],
+                                     position=d["position"], data=d))
+            if len(batch) >= 5000:
+                ReleaseTest.objects.bulk_create(batch)
+                batch = []
+        ReleaseTest.objects.bulk_create(batch)
+    print(f"inserted {n:,} rows into SQLite in {time.perf_counter() - start:.1f} s (not part of the figures)")
+    return release
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--db", type=int, default=0, help="stream this many rows from a real release in SQLite")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="almita-bench-") as tmp:
+        setup_django(tmp)
+        from curation.exports import csv_chunks, jsonl_chunks, release_rows, release_rows_raw
+
+        tmpdir = Path(tmp)
+        print(f"baseline peak RSS after Django setup: {peak_rss_mb():.1f} MB")
+        if args.db:
+            release = fill_db(args.db)
+            import gc
+
+            gc.collect()
+            run("JSONL from the database", jsonl_chunks(release_rows_raw(release)), args.db, tmpdir / "t.jsonl")
+            run("CSV from the database", csv_chunks(release_rows(release)), args.db, tmpdir / "t.csv")
+        else:
+            run("JSONL from a generator", jsonl_chunks(synthetic_text_rows(args.rows)), args.rows, tmpdir / "t.jsonl")
+            run("CSV from a generator", csv_chunks(synthetic_rows(args.rows)), args.rows, tmpdir / "t.csv")
+
+
+if __name__ == "__main__":
+    main()
