@@ -56,12 +56,10 @@ def templates(n: int = 64) -> list[dict]:
                  "params": [{"name": "order_id", "type": "int", "required": True, "description": ""},
                             {"name": "email", "type": "str", "required": False, "description": ""}],
                  "output": {"name": "result", "type": "dict"}} for j in range(4)]
-        context = [{"role": "user", "content": "My parcel never arrived, order 8812, email a@b.example."},
-                   {"role": "assistant", "content": "Sorry to hear that. Let me look it up."},
-                   {"role": "api", "content": f"api_{k}_0(order_id=8812, email='a@b.example')"},
-                   {"role": "api_output", "content": '{"status": "lost", "carrier": "PostCo"}'},
-                   {"role": "assistant", "content": "The parcel is lost. Shall I open a claim?"},
-                   {"role": "user", "content": "Yes please."}]
+        context = []
+        for turn in range(7):  # a 14-message conversation; its tests see growing prefixes of it
+            context += [{"role": "user", "content": f"Turn {turn}: my parcel never arrived, order 8812, a@b.example."},
+                        {"role": "assistant", "content": f"Turn {turn}: sorry to hear that, let me look it up for you."}]
         expected = ({"type": "api_call", "name": f"api_{k}_1", "parameters": {"order_id": 8812}}
                     if k % 2 else {"type": "reply", "content": "I have opened a claim; you will hear from us."})
         out.append({
@@ -79,22 +77,27 @@ def synthetic_rows(n: int):
     pool = templates()
     size = len(pool)
     for i in range(n):
-        tpl = pool[i % size]
-        yield {**tpl, "test_id": i + 1, "conversation_id": i // 7 + 1}
+        tpl = pool[(i // 7) % size]  # 7 tests per conversation, contexts growing by 2 messages
+        j = i % 7
+        yield {**tpl, "test_id": i + 1, "conversation_id": i // 7 + 1, "position": 2 * j + 1,
+               "context": tpl["context"][: 2 * j + 1]}
 
 
 def synthetic_text_rows(n: int):
     """The rows as the database hands them to the JSONL download: stored JSON text."""
     import json
 
+    # Pre-encode every (template, test-in-conversation) shape once; vary only the ids per row.
     pool = []
     for tpl in templates():
-        text = json.dumps({**tpl, "test_id": 0, "conversation_id": 0}, ensure_ascii=False, separators=(",", ":"))
-        head, tail = text.split('"test_id":0,"conversation_id":0', 1)
-        pool.append((head, tail))
-    size = len(pool)
+        for j in range(7):
+            row = {**tpl, "test_id": 0, "conversation_id": 0, "position": 2 * j + 1,
+                   "context": tpl["context"][: 2 * j + 1]}
+            text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+            head, tail = text.split('"test_id":0,"conversation_id":0', 1)
+            pool.append((head, tail))
     for i in range(n):
-        head, tail = pool[i % size]
+        head, tail = pool[((i // 7) % 64) * 7 + i % 7]
         yield f'{head}"test_id":{i + 1},"conversation_id":{i // 7 + 1}{tail}'
 
 

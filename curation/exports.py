@@ -60,21 +60,55 @@ def release_records(release: Release, kinds: Iterable[str], chunk_size: int = 20
 
 # --- writers ------------------------------------------------------------------------------------
 
+def _line_safe(chunk: str) -> str:
+    """Escape U+2028/U+2029: valid raw in JSON, but str.splitlines() and some readers break lines there."""
+    if "\u2028" in chunk or "\u2029" in chunk:
+        chunk = chunk.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return chunk
+
+
 def jsonl_chunks(rows: Iterable[dict[str, Any] | str], batch: int = BATCH) -> Iterator[str]:
-    """One JSON value per line; strings are taken as already-encoded JSON."""
+    """One JSON value per line; strings are taken as already-encoded JSON (e.g. stored JSON text)."""
     buf: list[str] = []
     for row in rows:
         buf.append(row if isinstance(row, str) else _ENCODE(row))
         if len(buf) >= batch:
             buf.append("")
-            yield "\n".join(buf)
+            yield _line_safe("\n".join(buf))
             buf = []
     if buf:
         buf.append("")
-        yield "\n".join(buf)
+        yield _line_safe("\n".join(buf))
 
 
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+def _make_encoder() -> Callable[[Any], str]:
+    """Compact JSON, non-ASCII kept: json.dumps(o, ensure_ascii=False, separators=(",", ":")).
+
+    json.dumps builds a fresh C encoder on every call; for millions of small values that set-up
+    dominates, so the C encoder is built once here (falling back to the stdlib call without it).
+    """
+    try:
+        from json.encoder import c_make_encoder, encode_basestring
+    except ImportError:  # pragma: no cover - CPython always has the C accelerator
+        c_make_encoder = None
+    if c_make_encoder is None:  # pragma: no cover
+        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+    def default(o: Any) -> Any:
+        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+    # (markers, default, encoder, indent, key_separator, item_separator, sort_keys, skipkeys, allow_nan)
+    encoder = c_make_encoder(None, default, encode_basestring, None, ":", ",", False, False, True)
+
+    def encode(o: Any) -> str:
+        if isinstance(o, str):
+            return encode_basestring(o)
+        return "".join(encoder(o, 0))
+
+    return encode
+
+
+_ENCODE = _make_encoder()
 _CACHE_LIMIT = 20_000
 
 
@@ -97,22 +131,20 @@ def csv_chunks(rows: Iterable[dict[str, Any]], batch: int = BATCH) -> Iterator[s
     yield ",".join(CSV_COLUMNS) + "\n"
     cache: dict[Any, str] = {}
     buf: list[str] = []
-    # Contexts of one conversation's tests are prefixes of each other: encode each message once.
+    # The contexts of one conversation's tests are prefixes of each other (rows come ordered by
+    # conversation and position): encode only the messages a context adds to the previous one.
     conv_id: Any = None
-    messages: dict[tuple[str, str], str] = {}
+    prev: list = []
+    context = "[]"
     for d in rows:
-        if d["conversation_id"] != conv_id:
-            conv_id, messages = d["conversation_id"], {}
-        parts = []
-        for m in d["context"]:
-            key = (m.get("role"), m.get("content"))
-            enc = messages.get(key) if len(m) == 2 else None  # type: ignore[arg-type]
-            if enc is None:
-                enc = _ENCODE(m)
-                if len(m) == 2:
-                    messages[key] = enc  # type: ignore[index]
-            parts.append(enc)
-        context = "[" + ",".join(parts) + "]"
+        ctx = d["context"]
+        n = len(prev)
+        if d["conversation_id"] == conv_id and len(ctx) >= n and ctx[:n] == prev:
+            if len(ctx) > n:
+                context = context[:-1] + ("," if n else "") + _ENCODE(ctx[n:])[1:]
+        else:
+            conv_id, context = d["conversation_id"], _ENCODE(ctx)
+        prev = ctx
         proc = d["procedure"]
         middle = cache.get(proc["id"])
         if middle is None:
@@ -129,10 +161,12 @@ def csv_chunks(rows: Iterable[dict[str, Any]], batch: int = BATCH) -> Iterator[s
         else:
             output, name, params_json = exp.get("content", ""), "", ""
         fg, cg = d.get("flowgraph_id"), d.get("conversation_graph_id")
+        noise, nodes = d.get("noise_kinds"), d.get("path_node_ids")
         buf.append(",".join((
             str(d["test_id"]), str(d["conversation_id"]), str(d["position"]), middle, _cell(context),
-            exp["type"], _cell(output), _cell(name), _cell(params_json), _cell(",".join(d.get("noise_kinds") or [])),
-            "" if fg is None else str(fg), "" if cg is None else str(cg), _cell(" ".join(d.get("path_node_ids") or [])),
+            _cell(exp["type"]), _cell(output), name and _cell(name), params_json and _cell(params_json),
+            _cell(",".join(noise)) if noise else "", "" if fg is None else str(fg),
+            "" if cg is None else str(cg), _cell(" ".join(nodes)) if nodes else "",
         )))
         if len(buf) >= batch:
             buf.append("")

@@ -195,3 +195,67 @@ def test_export_command_and_zip_bundles(imported, researcher, tmp_path):
         assert "cmd-v1/tests.jsonl" in names
         lines = zf.read("cmd-v1/tests.jsonl").decode().splitlines()
         assert len(lines) == release.entries.count()
+
+
+# --- the hand-written writers agree with the standard library -------------------------------------
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+from curation.exports import CSV_COLUMNS, _ENCODE, csv_chunks, jsonl_chunks  # noqa: E402
+
+nasty = st.text(alphabet=st.sampled_from(list('ab ,"\n\r\'\\é\t{}[]') + ["\u2028", "😀"]), max_size=12)
+message = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "api", "api_output"]),
+                                 "content": nasty})
+
+
+@st.composite
+def frozen_rows(draw):
+    rows = []
+    for conv in range(draw(st.integers(1, 3))):
+        messages = draw(st.lists(message, min_size=1, max_size=6))
+        positions = sorted(draw(st.sets(st.integers(0, len(messages)), max_size=4)))
+        proc = draw(st.integers(1, 2))
+        for pos in positions:
+            # Mostly prefixes of one conversation; sometimes an unrelated context.
+            context = messages[:pos] if draw(st.booleans()) or pos == 0 else draw(st.lists(message, max_size=3))
+            call = draw(st.booleans())
+            rows.append({
+                "test_id": len(rows) + 1, "conversation_id": conv, "position": pos,
+                "intent": {"id": 1, "client": "c,\"x", "name": "n\nn"},
+                "procedure": {"id": proc, "title": "", "text": f"text {proc}, \"quoted\"\nline"},
+                "apis": [{"name": "a", "desc": "d,\"", "params": [], "output": {"name": "r", "type": "str"}}],
+                "context": context,
+                "expected": ({"type": "api_call", "name": "a", "parameters": {"k": draw(nasty), "n": 1.5}} if call
+                             else {"type": "reply", "content": draw(nasty)}),
+                "noise_kinds": draw(st.lists(st.sampled_from(["digression", "a,b"]), max_size=2)),
+                "path_node_ids": ["N0", "N1"], "flowgraph_id": None, "conversation_graph_id": 3,
+            })
+    return rows
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(frozen_rows())
+def test_csv_writer_round_trips_through_the_csv_module(rows):
+    parsed = list(csv.reader(io.StringIO("".join(csv_chunks(iter(rows), batch=2)), newline="")))
+    assert parsed[0] == CSV_COLUMNS
+    assert len(parsed) == len(rows) + 1
+    for d, line in zip(rows, parsed[1:]):
+        cell = dict(zip(CSV_COLUMNS, line))
+        assert json.loads(cell["context"]) == d["context"]
+        assert cell["procedure"] == d["procedure"]["text"] and cell["client"] == d["intent"]["client"]
+        assert json.loads(cell["apis"]) == d["apis"]
+        exp = d["expected"]
+        if exp["type"] == "reply":
+            assert cell["expected_output"] == exp["content"]
+        else:
+            assert json.loads(cell["expected_parameters"]) == exp["parameters"]
+        assert cell["noise_kinds"] == ",".join(d["noise_kinds"])
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | nasty,
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(nasty, inner, max_size=3),
+                    max_leaves=10))
+def test_fast_encoder_matches_json_dumps(value):
+    assert _ENCODE(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert json.loads("".join(jsonl_chunks([value, _ENCODE(value)])).splitlines()[0]) == value
