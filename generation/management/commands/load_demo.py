@@ -23,8 +23,13 @@ class Command(BaseCommand):
         except ImportError:
             demo_build = None
         if demo_build is not None:
-            result = demo_build()
-            notes.append(f"; derived: {result}")
+            from generation.models import Flowgraph
+
+            # Only flowgraphs not yet derived, so a second run creates nothing new.
+            todo = list(Flowgraph.objects.filter(key__startswith="demo:", conversation_graphs__isnull=True))
+            if todo:
+                job = demo_build(flowgraphs=todo, paths=4, noise=0.3, seed=7, name="Demo: derived offline")
+                notes.append(f"; derived offline in job {job.pk} ({job.get_status_display().lower()})")
         try:
             from curation.services import items_sync
         except ImportError:
