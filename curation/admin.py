@@ -1,3 +1,5 @@
+"""The admin site is open to the admin role only (almita_web.admin_site), so verdicts shown here
+are never seen by an annotator: admins are the one role allowed past the blind rule."""
 from django.contrib import admin
 
 from almita_web.admin_site import RoleModelAdmin, site
@@ -6,8 +8,11 @@ from curation import models as m
 
 @admin.register(m.ReviewItem, site=site)
 class ReviewItemAdmin(RoleModelAdmin):
-    list_display = ("id", "stage", "object_id", "state", "decision", "required_reviews", "has_warnings")
-    list_filter = ("stage", "state", "decision", "has_warnings")
+    list_display = ("id", "stage", "object_id", "state", "decision", "review_count", "required_reviews",
+                    "has_warnings", "excluded")
+    list_filter = ("stage", "state", "decision", "has_warnings", "excluded")
+    # Counters and decisions move only through curation.services, which keep them consistent.
+    readonly_fields = ("review_count", "state", "decision", "decided_at", "excluded")
 
 
 @admin.register(m.Claim, site=site)
@@ -36,8 +41,15 @@ class ResolutionAdmin(RoleModelAdmin):
 
 @admin.register(m.AuditEvent, site=site)
 class AuditEventAdmin(RoleModelAdmin):
-    list_display = ("at", "actor", "action", "item")
+    list_display = ("at", "actor", "action", "item", "before", "after")
     list_filter = ("action", "actor")
+    readonly_fields = ("actor", "action", "item", "before", "after", "at")
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False  # the audit log is append-only
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(m.Release, site=site)

@@ -136,21 +136,31 @@ def _claim_one(annotator, stage: str, now, tried: list[int]) -> ReviewItem | Non
     qs = queue_candidates(stage=stage, annotator=annotator, now=now).exclude(pk__in=tried)
     # Skip rows other claimers hold right now; only when none is free, wait for a locked one,
     # so "nothing returned" really means nothing is left for this annotator.
-    item = qs.select_for_update(skip_locked=True).first() or qs.select_for_update().first()
+    item = qs.select_for_update(skip_locked=True).first()
     if item is None:
-        return None
-    # The row lock is ours; counts read now (a fresh snapshot) include every committed claim.
-    item.refresh_from_db()
+        item = qs.select_for_update().first()
+        if item is None:
+            return None
+        # We waited for another claimer: read the row as they left it.
+        item.refresh_from_db()
+    # The row lock is ours. The candidate query's claim count came from the snapshot taken when
+    # it started; count again now, so a claim committed in between is seen.
     if item.state != ItemState.OPEN or item.excluded or (
         item.review_count + _active_claims_of_others(item, annotator, now) >= item.required_reviews
     ):
         raise _ItemFull(item.pk)
-    claim, _ = Claim.objects.update_or_create(
-        item=item, annotator=annotator, defaults={"claimed_at": now, "expires_at": _claim_expiry(now)}
-    )
+    _claim_upsert(item, annotator, now)
     _audit(annotator, AuditEvent.Action.CLAIM, item, _item_snapshot(item),
-           {"claim_id": claim.pk, "expires_at": claim.expires_at.isoformat()})
+           {"expires_at": _claim_expiry(now).isoformat()})
     return item
+
+
+def _claim_upsert(item: ReviewItem, annotator, now) -> None:
+    """Insert the claim, or renew the annotator's own lapsed claim on the item (one statement)."""
+    Claim.objects.bulk_create(
+        [Claim(item=item, annotator=annotator, claimed_at=now, expires_at=_claim_expiry(now))],
+        update_conflicts=True, unique_fields=["item", "annotator"], update_fields=["claimed_at", "expires_at"],
+    )
 
 
 def _conclude(item: ReviewItem, actor) -> None:
@@ -251,8 +261,7 @@ def review_undo(*, annotator) -> ReviewItem:
     item.review_count -= 1
     item.state = ItemState.OPEN
     item.save(update_fields=["review_count", "state"])
-    Claim.objects.update_or_create(item=item, annotator=annotator,
-                                   defaults={"claimed_at": now, "expires_at": _claim_expiry(now)})
+    _claim_upsert(item, annotator, now)
     _audit(annotator, AuditEvent.Action.UNDO, item, before, _item_snapshot(item))
     return item
 

@@ -54,8 +54,9 @@ def claim_next(request: HttpRequest, stage: str) -> HttpResponse:
 
 def _review_access(request: HttpRequest, item: ReviewItem):
     """(own review, claim) — or 403 when the user neither holds nor reviewed the item."""
-    own = item.reviews.filter(annotator=request.user).first()
     claim = Claim.objects.filter(item=item, annotator=request.user).first()
+    # Submitting deletes the claim and undo restores it, so a claim means no own review.
+    own = None if claim else item.reviews.filter(annotator=request.user).first()
     if own is None and claim is None and not has_role(request.user, ADMIN):
         raise PermissionDenied("Take this item from the queue first.")
     return own, claim
@@ -73,7 +74,9 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
         "form": ReviewForm(stage=item.stage), "skip_form": SkipForm(),
         "can_review": own is None and claim is not None and item.state == ItemState.OPEN,
         "last_review": last,
-        "visible_reviews": services.reviews_visible_to(request.user).filter(item=item).exclude(annotator=request.user)
+        # Others' verdicts on an open item are blind to all but admins: skip the query then.
+        "visible_reviews": [] if item.state == ItemState.OPEN and not has_role(request.user, ADMIN) else
+        services.reviews_visible_to(request.user).filter(item=item).exclude(annotator=request.user)
         .select_related("annotator"),
     })
     return render(request, "curation/review.html", ctx)

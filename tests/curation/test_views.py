@@ -212,3 +212,35 @@ def test_hostile_text_is_escaped_in_pages_and_svg(client, db, annotator_a):
             assert "&quot;]; a &#45;&gt; b [" in svg
         if stage == "conversation":
             assert page.count("<svg") == 1
+
+
+def test_conversation_is_shown_beside_its_graph_with_the_path_highlighted(client, lineage, annotator_a):
+    from generation.pipeline.render import HIGHLIGHT_COLOUR
+
+    services.items_sync()
+    client.login(username=annotator_a.username, password=PASSWORD)
+    resp = client.post(reverse("curation:claim_next", args=["conversation"]))
+    page = client.get(resp["Location"]).content.decode()
+    assert 'class="item-body side-by-side"' in page and 'class="turns"' in page
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert HIGHLIGHT_COLOUR in svg
+    assert " → ".join(lineage.paths[0].node_ids) in page or " → ".join(lineage.paths[1].node_ids) in page
+
+
+def test_procedure_page_shows_the_api_table(client, lineage, annotator_a):
+    services.items_sync()
+    client.login(username=annotator_a.username, password=PASSWORD)
+    resp = client.post(reverse("curation:claim_next", args=["procedure"]))
+    page = client.get(resp["Location"]).content.decode()
+    assert 'class="grid api-table"' in page and "refund_order" in page and "order_id" in page
+    assert "PR-GENERAL" in page and "Guidelines" in page
+
+
+def test_audit_log_is_append_only_in_the_admin(client, world):
+    login(client, world, "admin")
+    event = world["fg"].audit.first()
+    assert client.get(reverse("admin:curation_auditevent_change", args=[event.pk])).status_code == 200
+    resp = client.post(reverse("admin:curation_auditevent_delete", args=[event.pk]), {"post": "yes"})
+    assert resp.status_code == 403
+    page = client.get(reverse("curation:audit")).content.decode()
+    assert "Claim" in page and "Verdict" in page

@@ -1,0 +1,155 @@
+"""Benchmark: server time of "next item" (claim) plus the review page, 8 annotators at once.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/almita_bench .venv/bin/python bench/review.py
+
+Creates a throw-away database ``test_<name>`` (tables from the models, as the test suite does),
+loads ``--lineages`` full lineages (procedure → flowgraph → conversation graph → conversations),
+renders each flowgraph's SVG once (it is cached on the row, as in steady use), then starts
+``--annotators`` processes. Each logs in and loops: POST claim-next, GET the review page it is
+sent to, POST a verdict. The time of each request is measured around Django's full handler
+(middleware, view, template, database), i.e. server time without the network. Target: p95 of
+claim-next + review page ≤ 50 ms.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "almita_web.settings")
+os.environ.setdefault("SECRET_KEY", "benchmark-only-secret-key")
+os.environ.setdefault("ALMITA_TESTING", "1")
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/almita_bench")
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = max(0, min(len(ordered) - 1, round(p / 100 * len(ordered) + 0.5) - 1))
+    return ordered[k]
+
+
+def worker(username: str, stage: str, max_items: int, think: float, queue: mp.Queue) -> None:
+    import random
+
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    client = Client()
+    client.force_login(User.objects.get(username=username))
+    client.get("/curation/queue/")  # warm-up: imports, URL resolver, template compilation
+    rng = random.Random(username)
+    timings: dict[str, list[float]] = {"claim": [], "page": [], "claim+page": [], "submit": []}
+    for _ in range(max_items):
+        t0 = time.perf_counter()
+        resp = client.post(f"/curation/queue/{stage}/next/")
+        t1 = time.perf_counter()
+        location = resp.get("Location", "")
+        if "/curation/items/" not in location:
+            break
+        page = client.get(location)
+        t2 = time.perf_counter()
+        assert page.status_code == 200 and b"<svg" in page.content, page.status_code
+        client.post(location + "submit/", {"verdict": "accept"})
+        t3 = time.perf_counter()
+        if think:
+            time.sleep(rng.uniform(0, 2 * think))  # reading the item before the verdict
+        timings["claim"].append((t1 - t0) * 1000)
+        timings["page"].append((t2 - t1) * 1000)
+        timings["claim+page"].append((t2 - t0) * 1000)
+        timings["submit"].append((t3 - t2) * 1000)
+    queue.put(timings)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--annotators", type=int, default=8)
+    parser.add_argument("--lineages", type=int, default=150, help="flowgraphs to review (2 reviews each)")
+    parser.add_argument("--per-annotator", type=int, default=30, help="items each annotator reviews")
+    parser.add_argument("--think", type=float, default=0.0,
+                        help="mean seconds an annotator spends on an item (0 = back-to-back requests)")
+    parser.add_argument("--keep", action="store_true", help="keep the benchmark database")
+    parser.add_argument("--conn-max-age", type=int, default=None,
+                        help="override CONN_MAX_AGE (seconds); 0 reconnects on every request")
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.db import connection, connections
+
+    settings.DATABASES["default"].setdefault("TEST", {})["MIGRATE"] = False
+    if args.conn_max_age is not None:
+        settings.DATABASES["default"]["CONN_MAX_AGE"] = args.conn_max_age
+    if connection.vendor != "postgresql":
+        print(f"warning: running on {connection.vendor}; the target is stated for Postgres", file=sys.stderr)
+    db_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    try:
+        from almita_web.roles import ANNOTATOR, assign_roles
+        from curation.lineage import items_sync
+        from curation.models import ReviewItem, ReviewStage
+        from curation.present import cached_svg
+        from django.contrib.auth.models import User
+        from generation.models import Flowgraph
+        from tests.curation.factories import build_lineage
+
+        t = time.perf_counter()
+        for i in range(args.lineages):
+            build_lineage(conversations=2, seed=i,
+                          validation=[{"rule": "FG-LEAF-END", "where": "N3", "message": "demo"}] if i % 5 == 0 else None)
+        items_sync()
+        for fg in Flowgraph.objects.all():
+            cached_svg(fg)
+        users = []
+        for i in range(args.annotators):
+            user = User.objects.create_user(f"bench{i}", password="unused-password-1")
+            assign_roles(user, [ANNOTATOR])
+            users.append(user.username)
+        print(f"database {db_name}: {ReviewItem.objects.count()} review items "
+              f"({ReviewItem.objects.filter(stage=ReviewStage.FLOWGRAPH).count()} flowgraphs) "
+              f"set up in {time.perf_counter() - t:.1f}s")
+        connections.close_all()
+
+        ctx = mp.get_context("fork")
+        queue: mp.Queue = ctx.Queue()
+        procs = [ctx.Process(target=worker, args=(u, ReviewStage.FLOWGRAPH, args.per_annotator, args.think, queue)) for u in users]
+        t = time.perf_counter()
+        for p in procs:
+            p.start()
+        results = [queue.get(timeout=600) for _ in procs]
+        for p in procs:
+            p.join(60)
+        wall = time.perf_counter() - t
+        merged: dict[str, list[float]] = {}
+        for r in results:
+            for k, v in r.items():
+                merged.setdefault(k, []).extend(v)
+        n = len(merged["claim"])
+        print(f"{args.annotators} annotators, {n} items reviewed in {wall:.1f}s on {connection.vendor}, "
+              f"{os.cpu_count()} CPUs, CONN_MAX_AGE={settings.DATABASES['default'].get('CONN_MAX_AGE')}, "
+              f"think time {args.think}s, load average {os.getloadavg()[0]:.1f}")
+        print(f"{'request':<12}{'n':>6}{'median ms':>12}{'p95 ms':>10}{'max ms':>10}")
+        for key in ("claim", "page", "claim+page", "submit"):
+            v = merged[key]
+            print(f"{key:<12}{len(v):>6}{statistics.median(v):>12.1f}{percentile(v, 95):>10.1f}{max(v):>10.1f}")
+        p95 = percentile(merged["claim+page"], 95)
+        print(f"target p95(claim+page) <= 50 ms: {'met' if p95 <= 50 else 'NOT met'} ({p95:.1f} ms)")
+    finally:
+        connections.close_all()
+        if not args.keep:
+            connection.creation.destroy_test_db(db_name, verbosity=0)
+
+
+if __name__ == "__main__":
+    main()
