@@ -261,3 +261,20 @@ def test_fast_encoder_matches_json_dumps(value):
     row = {"v": value}  # strings given to jsonl_chunks are taken as already-encoded JSON
     lines = "".join(jsonl_chunks([row, _ENCODE(row)])).splitlines()
     assert len(lines) == 2 and all(json.loads(line) == row for line in lines)
+
+
+@pytest.mark.django_db
+def test_card_agreement_comes_from_the_reviews(imported, researcher, annotator_a, annotator_b):
+    from django.utils import timezone
+
+    from curation.models import ItemState, Review, ReviewItem, ReviewStage, Verdict
+
+    accept_all()
+    for i, conv in enumerate(Conversation.objects.order_by("pk")[:4]):
+        item = ReviewItem.objects.create(stage=ReviewStage.CONVERSATION, object_id=conv.pk, review_count=2,
+                                         state=ItemState.DECIDED, decision=Verdict.ACCEPT, decided_at=timezone.now())
+        Review.objects.create(item=item, annotator=annotator_a, verdict=Verdict.ACCEPT)
+        Review.objects.create(item=item, annotator=annotator_b, verdict=Verdict.ACCEPT if i < 3 else Verdict.REJECT)
+    card = release_create(name="agree", kind="curated", filters={}, created_by=researcher).card
+    row = next(line for line in card.splitlines() if line.startswith("| Conversation |"))
+    assert "| 4 | 75.0% |" in row
