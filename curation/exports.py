@@ -266,7 +266,7 @@ def file_sources(release: Release) -> dict[str, Callable[[], Iterator[str]]]:
         "tests.csv": lambda: csv_chunks(release_rows(release)),
         "tests.jsonl": lambda: jsonl_chunks(release_rows_raw(release)),
         "README.md": lambda: iter([release.card]),
-        "manifest.json": lambda: iter([json.dumps(release.manifest, indent=2, ensure_ascii=False) + "\n"]),
+        "manifest.json": lambda: iter([json.dumps(release.manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"]),
     }
     for name, kinds in JSONL_FILES.items():
         if kinds:
@@ -278,7 +278,7 @@ def hf_sources(release: Release) -> dict[str, Callable[[], Iterator[str]]]:
     return {
         "README.md": lambda: iter([hf_readme(release)]),
         "tests.jsonl": lambda: jsonl_chunks(hf_row(d) for d in release_rows(release)),
-        "manifest.json": lambda: iter([json.dumps(release.manifest, indent=2, ensure_ascii=False) + "\n"]),
+        "manifest.json": lambda: iter([json.dumps(release.manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"]),
     }
 
 
