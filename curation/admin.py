@@ -62,3 +62,9 @@ class ReleaseAdmin(RoleModelAdmin):
 class ReleaseTestAdmin(RoleModelAdmin):
     list_display = ("release", "test_id", "conversation_id", "position")
     list_filter = ("release",)
+
+
+@admin.register(m.ReleaseRecord, site=site)
+class ReleaseRecordAdmin(RoleModelAdmin):
+    list_display = ("release", "kind", "object_id")
+    list_filter = ("release", "kind")
