@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 from django.conf import settings
+from django.db import transaction
 from django.db.models import F
 
 from generation.models import GenerationJob, LLMCall, LLMOutcome
@@ -210,14 +211,16 @@ def request_hash(request: dict[str, Any]) -> str:
 
 
 def _record(job, **fields) -> LLMCall:
+    """One LLMCall row, and the job's token and cost totals, in one short transaction."""
     job_id = job.pk if isinstance(job, GenerationJob) else job
-    call = LLMCall.objects.create(job_id=job_id, **fields)
-    if job_id is not None and (fields.get("prompt_tokens") or fields.get("completion_tokens")):
-        GenerationJob.objects.filter(pk=job_id).update(
-            prompt_tokens=F("prompt_tokens") + fields.get("prompt_tokens", 0),
-            completion_tokens=F("completion_tokens") + fields.get("completion_tokens", 0),
-            cost_usd=F("cost_usd") + fields.get("cost_usd", Decimal(0)),
-        )
+    with transaction.atomic():
+        call = LLMCall.objects.create(job_id=job_id, **fields)
+        if job_id is not None and (fields.get("prompt_tokens") or fields.get("completion_tokens")):
+            GenerationJob.objects.filter(pk=job_id).update(
+                prompt_tokens=F("prompt_tokens") + fields.get("prompt_tokens", 0),
+                completion_tokens=F("completion_tokens") + fields.get("completion_tokens", 0),
+                cost_usd=F("cost_usd") + fields.get("cost_usd", Decimal(0)),
+            )
     return call
 
 

@@ -154,6 +154,9 @@ class _Server(ThreadingHTTPServer):
 
 class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle on, the body waits ~40 ms for the
+    # client's delayed ACK on every keep-alive request.
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 - keep test output quiet

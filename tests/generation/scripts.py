@@ -176,3 +176,13 @@ EXPECTED_REASONS = {
     "procedures": {"procedure_too_short": 1}, "apis": {"wrong_shape": 1}, "flowgraph": {"FG-END-OUT": 1},
     "conversations": {"CV-FIRST-USER": 2},
 }
+
+
+def import_document(count: int = 1) -> dict:
+    """An import file: `count` procedures with their APIs and a valid flowgraph each."""
+    return {"procedures": [
+        {"intent": {"client": "city library", "issue": "cannot renew a loan", "name": f"renewal {i}"},
+         "title": f"Renew a loan {i}", "text": PROCEDURE, "apis": APIS,
+         "flowgraph": FLOWGRAPH.replace("{Greet the member}", "{Greet the member, desk " + str(i) + "}")}
+        for i in range(count)
+    ]}
