@@ -105,3 +105,27 @@ def test_blind_double_review_then_adjudication(browser, live_server, annotator_a
 
     assert Flowgraph.objects.get(pk=lin.flowgraph.pk).status == CurationStatus.REJECTED
     assert ConversationGraph.objects.get(pk=lin.conversation_graph.pk).status == CurationStatus.EXCLUDED
+
+
+def test_undo_and_skip_from_the_keyboard(browser, live_server, annotator_a):
+    build_lineage(conversations=1)
+    build_lineage(conversations=1)
+    services.items_sync()
+    first, second = ReviewItem.objects.filter(stage=ReviewStage.FLOWGRAPH).order_by("id")
+
+    a = login(browser, live_server, annotator_a.username)
+    open_next_flowgraph(a, live_server)
+    assert f"/curation/items/{first.pk}/" in a.url
+    with a.expect_navigation():
+        a.keyboard.press("a")  # accept → straight on to the next item
+    assert f"/curation/items/{second.pk}/" in a.url
+    with a.expect_navigation():
+        a.keyboard.press("u")  # withdraw the accept → back on the first item, form ready again
+    assert f"/curation/items/{first.pk}/" in a.url
+    assert a.locator("#review-form").count() == 1
+    first.refresh_from_db()
+    assert first.review_count == 0
+    with a.expect_navigation():
+        a.keyboard.press("s")  # skip it: it will not come back
+    assert f"/curation/items/{second.pk}/" in a.url
+    assert first.skips.filter(annotator=annotator_a).exists()
