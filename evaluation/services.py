@@ -243,13 +243,27 @@ def judge_answer(data: dict[str, Any], action: dict[str, Any], *, scorer: S.Scor
     return M.judge(expected, action, similarity=sim, threshold=threshold)
 
 
-def run_step(*, run_id: int) -> bool:
-    """Evaluate one pending test of a running run. True: call again (more work may be left)."""
+def run_lane(*, run_id: int) -> int:
+    """Evaluate pending tests until none is left (or the run stops). Returns how many steps ran."""
+    run = EvaluationRun.objects.select_related("agent").get(pk=run_id)
+    steps = 0
+    while run_step(run_id=run_id, run=run):
+        steps += 1
+    return steps
+
+
+def run_step(*, run_id: int, run: EvaluationRun | None = None) -> bool:
+    """Evaluate one pending test of a running run. True: call again (more work may be left).
+
+    `run` may be passed in by a lane that already holds the row; its status is re-read anyway,
+    so a cancel stops the lane at its next step."""
     from generation.llm import LLMFailed, LLMUnavailable
 
-    run = EvaluationRun.objects.select_related("agent").get(pk=run_id)
-    if run.status != RunStatus.RUNNING:
+    status = EvaluationRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
+    if status != RunStatus.RUNNING:
         return False
+    if run is None:
+        run = EvaluationRun.objects.select_related("agent").get(pk=run_id)
     result = _claim(run_id)
     if result is False:
         return True
@@ -337,8 +351,7 @@ def run_execute_inline(*, run: EvaluationRun, workers: int | None = None) -> Eva
 
     def lane() -> None:
         try:
-            while run_step(run_id=run.pk):
-                pass
+            run_lane(run_id=run.pk)
         finally:
             if threading.current_thread() is not threading.main_thread():
                 connection.close()

