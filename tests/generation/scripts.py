@@ -75,9 +75,10 @@ def requested_intents(body: dict) -> int:
 def conversation_for(body: dict) -> str:
     """A valid A.6 conversation for the path named in the prompt (follows the found/not found branch)."""
     text = prompt_text(body)
-    path = re.search(r"path: \[(.*?)\]", text).group(1)
+    m = re.search(r"path: \[(.*?)\]", text)
+    path = m.group(1) if m else ""
     # In the converted graph, a path through renew_loan is the 'found' branch.
-    found = "renew" in _labels_on_path(text, path)
+    found = "renew" in _labels_on_path(text, path) if m else "Conversation 1:" in text
     messages = [
         {"role": "user", "content": "Hello, I want to renew my loan. My card number is 55123."},
         {"role": "api", "content": "find_loan(card_number=55123)"},
@@ -95,6 +96,16 @@ def conversation_for(body: dict) -> str:
             {"role": "assistant", "content": "I could not find a loan on that card."},
         ]
     return json.dumps({"messages": messages})
+
+
+def conversation_graph_for(body: dict) -> str:
+    """A valid A.5 reply: the flowgraph of the prompt, converted, in the bracket format."""
+    from generation.pipeline.convert import flowgraph_to_conversation_graph
+    from generation.pipeline.formats import parse_graph_text, write_graph_text
+
+    user = body["messages"][-1]["content"]
+    text = re.search(r"<flowchart>(.*?)</flowchart>", user, re.DOTALL).group(1)
+    return "<flow>\n" + write_graph_text(flowgraph_to_conversation_graph(parse_graph_text(text))) + "</flow>"
 
 
 def _labels_on_path(text: str, path: str) -> str:
@@ -154,7 +165,10 @@ class StageScript:
             return Reply(content='{"apis": [{"desc": "no name"}]}' if bad else json.dumps(APIS))
         if stage == "flowgraph":
             return Reply(content=BAD_FLOWGRAPH if bad else flowgraph_for(body))
-        if stage == "conversations":
+        if stage == "conversation_graph":
+            return Reply(content="[N0](assistant){Hi}\n[E0](N0, N1){}\n[N1](api){find_loan}" if bad
+                         else conversation_graph_for(body))
+        if stage in ("conversations", "procedure_conversations"):
             return Reply(content='{"messages": [{"role": "assistant", "content": "Hi"}]}' if bad
                          else conversation_for(body))
         return Reply.client_error(404, f"stage {stage} not scripted")

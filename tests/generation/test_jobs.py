@@ -179,3 +179,49 @@ def test_demo_build_is_deterministic():
     msgs = lambda job: [c.messages for c in Conversation.objects.filter(job=job).order_by("key")]  # noqa: E731
     assert msgs(one) == msgs(two) and len(msgs(one)) == 3
     assert Test.objects.filter(job=one).count() == Test.objects.filter(job=two).count() > 0
+
+
+@pytest.mark.django_db
+def test_llm_conversation_graphs_and_a7_conversations(settings, fake_openai):
+    point_settings_at(settings, fake_openai)
+    fake_openai.set_handler(StageScript(bad={"conversation_graph": ["Hello"]}))
+    doc = import_doc()
+    job = services.job_run_inline(job=services.job_create(
+        config={"paths": 2, "conversation_graph": "llm", "conversations": "llm"}, import_data=doc, enqueue=False))
+    f = funnel(job)
+    assert f["conversation_graph"] == (2, 1)  # the graph of the second flowgraph came back broken
+    assert Discard.objects.get(job=job).reason == "CG-ASSISTANT-USER"
+    assert f["paths"] == (2, 2) and f["conversations"] == (2, 2)
+    assert set(LLMCall.objects.filter(job=job).values_list("template", flat=True)) == {"A.5", "A.6"}
+
+    # A.7 ablation: conversations straight from procedures, no graphs at all
+    job = services.job_run_inline(job=services.job_create(
+        config={"paths": 2, "conversations": "procedure"}, import_data=doc, enqueue=False))
+    f = funnel(job)
+    assert "conversation_graph" not in f and "paths" not in f
+    assert f["conversations"] == (4, 4)
+    assert set(Conversation.objects.filter(job=job).values_list("mode", "path")) == {("procedure", None)}
+    assert set(LLMCall.objects.filter(job=job).values_list("template", flat=True)) == {"A.7"}
+    assert Test.objects.filter(job=job).count() > 0
+
+
+def test_prompt_templates_render_and_the_a4_example_is_valid():
+    import re
+
+    from generation import prompts
+    from generation.pipeline.formats import parse_graph_text
+    from generation.pipeline.validate import errors, validate_flowgraph
+
+    values = {"number_issues": 3, "batch": 0, "client": "c", "issue": "i", "name": "n", "variant": 1, "variants": 2,
+              "procedure": "p", "apis": "[]", "flowgraph": "f", "conversation_graph": "g", "path": "[N0]"}
+    for template_id in prompts.CURRENT:
+        messages = prompts.render(template_id, **values)
+        assert [m["role"] for m in messages] == ["system", "user"]
+        assert "{{" not in messages[0]["content"] + messages[1]["content"]
+        assert prompts.version_of(template_id) == "v1"
+    with pytest.raises(prompts.PromptError):
+        prompts.render("A.1")
+    system = prompts.render("A.4", **values)[0]["content"]
+    example = re.findall(r"<flow>(.*?)</flow>", system, re.DOTALL)[-1]
+    g = parse_graph_text(example)
+    assert not errors(validate_flowgraph(g, ["find_membership", "freeze_membership"]))

@@ -71,3 +71,25 @@ def test_sigkilled_worker_restarted_finishes_without_duplicates(settings, celery
         job = wait_for(lambda: finished(job.pk), timeout=120, message=f"the job to finish\n{second.log()[-3000:]}")
     assert_expected_funnel(job)
     no_duplicates(job)
+
+
+def test_generate_command_waits_and_prints_the_funnel(settings, celery_worker_factory, tmp_path):
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from tests.generation.scripts import import_document
+
+    settings.OPENAI_BASE_URL = ""  # imported flowgraphs + offline stages need no endpoint
+    celery_worker_factory(extra_env={"OPENAI_BASE_URL": ""})
+    path = tmp_path / "import.json"
+    path.write_text(json.dumps(import_document(2)))
+    out = StringIO()
+    call_command("generate", "--from-file", str(path), "--paths", "3", "--noise", "0.2", "--wait", "--timeout", "90",
+                 stdout=out)
+    text = out.getvalue()
+    job = GenerationJob.objects.get()
+    assert job.status == "succeeded"
+    assert "Conversation graphs" in text and "Tests" in text and f"job {job.pk}: succeeded" in text
+    assert Conversation.objects.filter(job=job).count() + job.discards.filter(stage="conversations").count() == 6
