@@ -61,7 +61,7 @@ def item_context(item: ReviewItem) -> dict[str, Any]:
     ctx: dict[str, Any] = {
         "item": item, "artifact": artifact, "guide": GUIDES[item.stage],
         "reason_codes": reason_codes(item.stage), "graphs": [], "procedure": None, "apis": [],
-        "messages": [], "warnings": list(getattr(artifact, "validation", None) or []),
+        "turns": [], "warnings": list(getattr(artifact, "validation", None) or []),
     }
     if artifact is None:
         return ctx
@@ -79,7 +79,7 @@ def item_context(item: ReviewItem) -> dict[str, Any]:
         ctx["graphs"].append({"title": "Its flowgraph", **cached_svg(artifact.flowgraph), "secondary": True})
     else:
         procedure = artifact.procedure
-        ctx["messages"] = artifact.messages
+        ctx["turns"] = artifact.messages
         if artifact.path_id:
             cg = artifact.path.conversation_graph
             ctx["path"] = artifact.path
