@@ -256,18 +256,15 @@ def bootstrap_intervals(rows: list[list[int]], n: int, *, seed: int = 0,
                         level: float = 0.95) -> dict[str, tuple[float | None, float | None]]:
     rng = random.Random(seed)
     k = len(rows)
-    width = len(rows[0])
+    columns = [list(col) for col in zip(*rows)]
+    population = range(k)
     samples: dict[str, list[float]] = {key: [] for key in METRIC_KEYS}
     for _ in range(n):
-        totals = [0] * width
-        for idx in rng.choices(range(k), k=k):
-            r = rows[idx]
-            for j in range(width):
-                totals[j] += r[j]
+        idx = rng.choices(population, k=k)
         for i, key in enumerate(METRIC_KEYS):
-            den = totals[2 * i + 1]
+            den = sum(map(columns[2 * i + 1].__getitem__, idx))
             if den:
-                samples[key].append(totals[2 * i] / den)
+                samples[key].append(sum(map(columns[2 * i].__getitem__, idx)) / den)
     alpha = (1 - level) / 2
     out: dict[str, tuple[float | None, float | None]] = {}
     for key, values in samples.items():

@@ -149,7 +149,8 @@ def run_cancel(*, run: EvaluationRun) -> EvaluationRun:
     run.check_transition(RunStatus.CANCELLED)
     run.status = RunStatus.CANCELLED
     run.finished_at = timezone.now()
-    run.save(update_fields=["status", "finished_at"])
+    run.done = run.results.filter(state=ResultState.DONE).count()
+    run.save(update_fields=["status", "finished_at", "done"])
     return run
 
 
@@ -295,12 +296,11 @@ def run_step(*, run_id: int, run: EvaluationRun | None = None) -> bool:
             "correct": outcome.correct, "similarity": outcome.similarity, "error": reason,
             "latency_ms": answer.latency_ms, "llm_call_id": answer.call_id,
         }
-    with transaction.atomic():
-        # Only the lane holding the claim writes; a stale lane that comes back late is ignored.
-        stored = TestResult.objects.filter(pk=result.pk, state=ResultState.RUNNING,
-                                           claimed_at=result.claimed_at).update(finished_at=timezone.now(), **fields)
-        if stored and fields["state"] == ResultState.DONE:
-            EvaluationRun.objects.filter(pk=run_id).update(done=F("done") + 1)
+    # Only the lane holding the claim writes; a stale lane that comes back late is ignored. The
+    # run's `done` counter is set when the run finishes (pages count results while it runs), so
+    # lanes never queue on the run row.
+    TestResult.objects.filter(pk=result.pk, state=ResultState.RUNNING,
+                              claimed_at=result.claimed_at).update(finished_at=timezone.now(), **fields)
     return True
 
 
@@ -311,7 +311,8 @@ def run_fail(*, run_id: int, error: str) -> None:
         run.status = RunStatus.FAILED
         run.error = error[:4000]
         run.finished_at = timezone.now()
-        run.save(update_fields=["status", "error", "finished_at"])
+        run.done = run.results.filter(state=ResultState.DONE).count()
+        run.save(update_fields=["status", "error", "finished_at", "done"])
 
 
 def run_finish_if_done(*, run_id: int) -> bool:
@@ -429,6 +430,11 @@ def run_current_report(run: EvaluationRun) -> dict[str, Any]:
 def run_progress(run: EvaluationRun) -> dict[str, int]:
     counts = dict(run.results.values_list("state").annotate(n=Count("id")).values_list("state", "n"))
     return {state: counts.get(state, 0) for state in ResultState.values} | {"total": run.total}
+
+
+def runs_with_progress(queryset):
+    """Runs annotated with `evaluated` (results done so far), for lists of active runs."""
+    return queryset.annotate(evaluated=Count("results", filter=Q(results__state=ResultState.DONE)))
 
 
 def runs_compare(runs: list[EvaluationRun]) -> list[dict[str, Any]]:

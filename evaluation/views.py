@@ -30,7 +30,7 @@ def _breakdown_rows(groups: dict) -> list[tuple[str, list[M.Metric]]]:
 def runs(request: HttpRequest) -> HttpResponse:
     services.reference_agents_ensure()
     return render(request, "evaluation/runs.html", {
-        "runs": EvaluationRun.objects.select_related("agent", "release")[:200],
+        "runs": services.runs_with_progress(EvaluationRun.objects.select_related("agent", "release"))[:200],
         "form": RunForm(),
         "similarity_default": S.describe(S.get_scorer(S.AUTO).name),
         "metric_labels": M.METRICS,

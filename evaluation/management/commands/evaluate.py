@@ -73,9 +73,10 @@ class Command(BaseCommand):
                 run.refresh_from_db()
                 if not run.is_active:
                     break
-                if run.done != last:
-                    self.stdout.write(f"  {run.done}/{run.total}")
-                    last = run.done
+                done = services.run_progress(run)["done"]
+                if done != last:
+                    self.stdout.write(f"  {done}/{run.total}")
+                    last = done
                 if deadline and time.monotonic() > deadline:
                     raise CommandError(f"run #{run.pk} still {run.status} after {opts['timeout']} s (is a worker running?)")
                 time.sleep(1.0)
