@@ -166,6 +166,7 @@ def _freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
     conv_ids.sort()
     seen: dict[str, set[int]] = defaultdict(set)
     apis_cache: dict[int, list[dict]] = {}
+    procs: dict[int, Procedure] = {}
     jobs: set[int] = set()
     counts: Counter = Counter()
     noise: Counter = Counter()
@@ -188,7 +189,10 @@ def _freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
         records: list[ReleaseRecord] = []
         for cid in batch:
             conv = convs[cid]
-            proc, intent = conv.procedure, conv.procedure.intent
+            # The first copy of a procedure read is the one every test of it freezes, so tests and
+            # records agree even if someone edits the procedure while the release is being made.
+            proc = procs.setdefault(conv.procedure_id, conv.procedure)
+            intent = proc.intent
             path = conv.path
             lineage = [("intent", intent, lambda o: intent_record(o)),
                        ("procedure", proc, lambda o: procedure_record_from_cache(o, apis_cache[o.pk]))]

@@ -278,3 +278,12 @@ def test_card_agreement_comes_from_the_reviews(imported, researcher, annotator_a
     card = release_create(name="agree", kind="curated", filters={}, created_by=researcher).card
     row = next(line for line in card.splitlines() if line.startswith("| Conversation |"))
     assert "| 4 | 75.0% |" in row
+
+
+@pytest.mark.django_db
+def test_slim_rows_equal_the_frozen_rows(imported, researcher):
+    from curation.exports import release_rows, release_rows_slim
+
+    release = release_create(name="slim", kind="automatic", filters={}, created_by=researcher)
+    full = list(release_rows(release))
+    assert full and list(release_rows_slim(release)) == full
