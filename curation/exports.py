@@ -247,10 +247,14 @@ def hf_row(d: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+HF_LICENCES = {"CC-BY-4.0": "cc-by-4.0", "CC-BY-SA-4.0": "cc-by-sa-4.0", "CC0-1.0": "cc0-1.0",
+               "CC-BY-NC-4.0": "cc-by-nc-4.0"}
+
+
 def hf_readme(release: Release) -> str:
     header = (
         "---\n"
-        f"license: {release.licence.lower()}\n"
+        f"license: {HF_LICENCES.get(release.licence, 'other')}\n"
         f"pretty_name: {json.dumps(f'{release.name} v{release.version}')}\n"
         "configs:\n- config_name: default\n  data_files:\n  - split: test\n    path: tests.jsonl\n"
         "---\n\n"

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
@@ -25,7 +25,7 @@ from generation.imports import (
 )
 from generation.models import (
     Api, Conversation, ConversationGraph, CurationStatus, Discard, Flowgraph, Intent, LLMCall, Procedure,
-    SampledPath, Stage, Test,
+    Stage, Test,
 )
 
 CHUNK = 500  # conversations per batch while freezing
@@ -148,10 +148,14 @@ def release_create(*, name: str, kind: str = ReleaseKind.CURATED, filters: dict 
         raise ReleaseError(f"licence must be one of {', '.join(LICENCES)}")
     filters = clean_filters(filters)
     version = (Release.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0) + 1
-    release = Release.objects.create(
-        name=name, version=version, kind=kind, filters=filters, created_by=created_by,
-        created_at=timezone.now(), content_hash="", manifest={}, licence=licence,
-    )
+    try:
+        with transaction.atomic():
+            release = Release.objects.create(
+                name=name, version=version, kind=kind, filters=filters, created_by=created_by,
+                created_at=timezone.now(), content_hash="", manifest={}, licence=licence,
+            )
+    except IntegrityError:  # another release of this name took the version number first
+        raise ReleaseError(f"'{name}' v{version} was just created by someone else; try again") from None
     digest = hashlib.sha256()
     stats = _freeze(release, tests_for(kind, filters), digest)
     release.content_hash = digest.hexdigest()

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from curation.models import ItemState, Release, Review, ReviewItem, ReviewStage, Verdict
+from curation.models import ItemState, Review, ReviewItem, ReviewStage, Verdict
 from curation.releases import release_create
 from generation.models import Conversation, GenerationJob, Intent, Test
 from tests.datasets.conftest import accept_all
