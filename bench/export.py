@@ -4,13 +4,20 @@
     python bench/export.py --rows 200000    # fewer rows
     python bench/export.py --db 1000000     # rows frozen in a real release in a throwaway SQLite DB
 
-Default source: a generator of frozen test rows with the exact shape of ReleaseTest.data
-(procedure text of ~300 words, four APIs, a context of several messages), fed through the same
-writer functions the download views and `export_release` use (curation.exports.jsonl_chunks and
-csv_chunks), written to a temporary file. With --db, the rows are first bulk-inserted into
-ReleaseTest rows of a release in a fresh SQLite database and then streamed from the database
-exactly as the views stream them (JSONL passes the stored JSON text through; CSV decodes rows).
-Target: ≥ 50,000 rows/s and < 300 MB peak RSS.
+Default source: a generator of frozen test rows with the exact shape of ReleaseTest (data: a
+procedure text of ~300 words, four APIs, contexts growing along 7 tests per conversation; and the
+stored CSV record), fed through the same writer functions the download views and `export_release`
+use, written to a temporary file:
+
+* JSONL download: stored JSON text → curation.exports.jsonl_chunks (what tests.jsonl streams);
+* CSV download: stored CSV records → csv_line_chunks (what tests.csv streams);
+* CSV rendering: decoded rows → csv_chunks / CsvLineMaker, the work release_create does once per
+  test (and the download's fallback for releases without stored records).
+
+With --db the rows are first inserted into a release of a throwaway SQLite database (tables built
+from the models) and streamed from it exactly as the views do. Target: ≥ 50,000 rows/s and
+< 300 MB peak RSS. Each line also gives rows per CPU-second and the load average, because the
+figures depend on how busy the machine is.
 """
 from __future__ import annotations
 
@@ -116,6 +123,16 @@ def synthetic_text_rows(n: int):
         yield f'{head}"test_id":{i + 1},"conversation_id":{i // 7 + 1}{tail}'
 
 
+def synthetic_csv_lines(n: int):
+    """The rows' CSV records as release_create stores them (ReleaseTest.csv_line)."""
+    from curation.exports import CsvLineMaker
+
+    make = CsvLineMaker()
+    pool = [make(d).split(",", 2)[2] for d in synthetic_rows(64 * 7)]  # everything after the two ids
+    for i in range(n):
+        yield f"{i + 1},{i // 7 + 1},{pool[((i // 7) % 64) * 7 + i % 7]}"
+
+
 def run(label: str, chunks, n: int, out: Path) -> None:
     import gc
 
@@ -154,7 +171,7 @@ def fill_db(n: int):
     call_command("migrate", run_syncdb=True, verbosity=0)
     start = time.perf_counter()
     with transaction.atomic():
-        release = Release.objects.create(name="bench", version=1, content_hash="-", manifest={})
+        release = Release.objects.create(name="bench", version=1, content_hash="-", manifest={"csv_lines": True})
         # The frozen procedure records a release keeps beside its tests (the CSV writer reads them).
         ReleaseRecord.objects.bulk_create([
             ReleaseRecord(release=release, kind="procedure", object_id=t["procedure"]["id"],
@@ -163,11 +180,12 @@ def fill_db(n: int):
             for t in templates()])
         # Plain executemany of pre-encoded rows: the set-up is not what is measured.
         table = ReleaseTest._meta.db_table
-        sql = f"INSERT INTO {table} (release_id, test_id, conversation_id, position, data) VALUES (%s, %s, %s, %s, %s)"
+        sql = (f"INSERT INTO {table} (release_id, test_id, conversation_id, position, data, csv_line) "
+               "VALUES (%s, %s, %s, %s, %s, %s)")
         with connection.cursor() as cursor:
             batch = []
-            for i, text in enumerate(synthetic_text_rows(n)):
-                batch.append((release.pk, i + 1, i // 7 + 1, 2 * (i % 7) + 1, text))
+            for i, (text, line) in enumerate(zip(synthetic_text_rows(n), synthetic_csv_lines(n))):
+                batch.append((release.pk, i + 1, i // 7 + 1, 2 * (i % 7) + 1, text, line))
                 if len(batch) >= 5000:
                     cursor.executemany(sql, batch)
                     batch = []
@@ -184,7 +202,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="almita-bench-") as tmp:
         setup_django(tmp)
-        from curation.exports import csv_chunks, jsonl_chunks, release_rows_raw, release_rows_slim
+        from curation.exports import csv_chunks, csv_line_chunks, jsonl_chunks, release_csv, release_rows_raw, \
+            release_rows_slim
 
         tmpdir = Path(tmp)
         print(f"baseline peak RSS after Django setup: {peak_rss_mb():.1f} MB")
@@ -193,11 +212,14 @@ def main() -> None:
             import gc
 
             gc.collect()
-            run("JSONL from the database", jsonl_chunks(release_rows_raw(release)), args.db, tmpdir / "t.jsonl")
-            run("CSV from the database", csv_chunks(release_rows_slim(release)), args.db, tmpdir / "t.csv")
+            run("JSONL download (database)", jsonl_chunks(release_rows_raw(release)), args.db, tmpdir / "t.jsonl")
+            run("CSV download (database)", release_csv(release), args.db, tmpdir / "t.csv")
+            run("CSV rendered from rows (db)", csv_chunks(release_rows_slim(release)), args.db, tmpdir / "r.csv")
         else:
-            run("JSONL from a generator", jsonl_chunks(synthetic_text_rows(args.rows)), args.rows, tmpdir / "t.jsonl")
-            run("CSV from a generator", csv_chunks(synthetic_rows(args.rows)), args.rows, tmpdir / "t.csv")
+            n = args.rows
+            run("JSONL download (generator)", jsonl_chunks(synthetic_text_rows(n)), n, tmpdir / "t.jsonl")
+            run("CSV download (generator)", csv_line_chunks(synthetic_csv_lines(n)), n, tmpdir / "t.csv")
+            run("CSV rendering (generator)", csv_chunks(synthetic_rows(n)), n, tmpdir / "r.csv")
 
 
 if __name__ == "__main__":

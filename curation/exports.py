@@ -168,32 +168,39 @@ def _cell(value: Any) -> str:
     return s
 
 
-def csv_chunks(rows: Iterable[dict[str, Any]], batch: int = BATCH) -> Iterator[str]:
-    """ALMITA-style CSV: a header, then one row per test (RFC 4180, readable by csv.reader)."""
-    yield ",".join(CSV_COLUMNS) + "\n"
-    cache: dict[Any, str] = {}
-    buf: list[str] = []
-    # The contexts of one conversation's tests are prefixes of each other (rows come ordered by
-    # conversation and position): encode only the messages a context adds to the previous one.
-    conv_id: Any = None
-    prev: list = []
-    context = "[]"
-    for d in rows:
-        ctx = d["context"]
+CSV_HEADER = ",".join(CSV_COLUMNS) + "\n"
+
+
+class CsvLineMaker:
+    """Renders frozen test rows as ALMITA-style CSV records (RFC 4180, readable by csv.reader).
+
+    Feed it rows in release order (conversation, position): the contexts of one conversation's
+    tests are prefixes of each other, so only the messages a context adds are encoded; the
+    intent, procedure and APIs cells are built once per procedure.
+    """
+
+    def __init__(self) -> None:
+        self.procedures: dict[Any, str] = {}
+        self.conv_id: Any = None
+        self.prev: list = []
+        self.context = "[]"
+
+    def __call__(self, d: dict[str, Any]) -> str:
+        ctx, prev = d["context"], self.prev
         n = len(prev)
-        if d["conversation_id"] == conv_id and len(ctx) >= n and ctx[:n] == prev:
+        if d["conversation_id"] == self.conv_id and len(ctx) >= n and ctx[:n] == prev:
             if len(ctx) > n:
-                context = context[:-1] + ("," if n else "") + _ENCODE(ctx[n:])[1:]
+                self.context = self.context[:-1] + ("," if n else "") + _ENCODE(ctx[n:])[1:]
         else:
-            conv_id, context = d["conversation_id"], _ENCODE(ctx)
-        prev = ctx
+            self.conv_id, self.context = d["conversation_id"], _ENCODE(ctx)
+        self.prev = ctx
         proc = d["procedure"]
-        middle = cache.get(proc["id"])
+        middle = self.procedures.get(proc["id"])
         if middle is None:
-            if len(cache) > _CACHE_LIMIT:
-                cache.clear()
+            if len(self.procedures) > _CACHE_LIMIT:
+                self.procedures.clear()
             intent = d["intent"]
-            middle = cache[proc["id"]] = ",".join((
+            middle = self.procedures[proc["id"]] = ",".join((
                 _cell(intent["id"]), _cell(intent["name"]), _cell(intent["client"]), _cell(proc["id"]),
                 _cell(proc["text"]), _cell(_ENCODE(d["apis"]))))
         exp = d["expected"]
@@ -204,12 +211,18 @@ def csv_chunks(rows: Iterable[dict[str, Any]], batch: int = BATCH) -> Iterator[s
             output, name, params_json = exp.get("content", ""), "", ""
         fg, cg = d.get("flowgraph_id"), d.get("conversation_graph_id")
         noise, nodes = d.get("noise_kinds"), d.get("path_node_ids")
-        buf.append(",".join((
-            str(d["test_id"]), str(d["conversation_id"]), str(d["position"]), middle, _cell(context),
+        return ",".join((
+            str(d["test_id"]), str(d["conversation_id"]), str(d["position"]), middle, _cell(self.context),
             _cell(exp["type"]), _cell(output), name and _cell(name), params_json and _cell(params_json),
             _cell(",".join(noise)) if noise else "", "" if fg is None else str(fg),
             "" if cg is None else str(cg), _cell(" ".join(nodes)) if nodes else "",
-        )))
+        ))
+
+
+def _joined(lines: Iterable[str], batch: int) -> Iterator[str]:
+    buf: list[str] = []
+    for line in lines:
+        buf.append(line)
         if len(buf) >= batch:
             buf.append("")
             yield "\n".join(buf)
@@ -217,6 +230,31 @@ def csv_chunks(rows: Iterable[dict[str, Any]], batch: int = BATCH) -> Iterator[s
     if buf:
         buf.append("")
         yield "\n".join(buf)
+
+
+def csv_chunks(rows: Iterable[dict[str, Any]], batch: int = BATCH) -> Iterator[str]:
+    """ALMITA-style CSV from frozen test rows: a header, then one record per test."""
+    yield CSV_HEADER
+    make = CsvLineMaker()
+    yield from _joined((make(d) for d in rows), batch)
+
+
+def csv_line_chunks(lines: Iterable[str], batch: int = BATCH) -> Iterator[str]:
+    """ALMITA-style CSV from records rendered when the release was created (ReleaseTest.csv_line)."""
+    yield CSV_HEADER
+    yield from _joined(lines, batch)
+
+
+def release_csv_lines(release: Release, chunk_size: int = 2000) -> Iterator[str]:
+    return release.entries.order_by("conversation_id", "position", "id").values_list(
+        "csv_line", flat=True).iterator(chunk_size=chunk_size)
+
+
+def release_csv(release: Release) -> Iterator[str]:
+    """The download: stored records when the release has them, else rendered now from the rows."""
+    if release.manifest.get("csv_lines"):
+        return csv_line_chunks(release_csv_lines(release))
+    return csv_chunks(release_rows_slim(release))
 
 
 def hf_row(d: dict[str, Any]) -> dict[str, Any]:
@@ -309,7 +347,7 @@ def zip_chunks(members: list[tuple[str, Callable[[], Iterable[str | bytes]]]]) -
 def file_sources(release: Release) -> dict[str, Callable[[], Iterator[str]]]:
     """Every downloadable file of a release, as a function returning its chunks."""
     sources: dict[str, Callable[[], Iterator[str]]] = {
-        "tests.csv": lambda: csv_chunks(release_rows_slim(release)),
+        "tests.csv": lambda: release_csv(release),
         "tests.jsonl": lambda: jsonl_chunks(release_rows_raw(release)),
         "README.md": lambda: iter([release.card]),
         "manifest.json": lambda: iter([json.dumps(release.manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"]),

@@ -204,6 +204,9 @@ class ReleaseTest(models.Model):
     conversation_id = models.PositiveBigIntegerField()
     position = models.PositiveIntegerField()
     data = models.JSONField()
+    # The test's ALMITA-style CSV record, rendered once when the release is made (releases never
+    # change), so the CSV download streams stored text like the JSONL one instead of re-encoding.
+    csv_line = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["conversation_id", "position"]

@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
+from curation.exports import CsvLineMaker
 from curation.models import Release, ReleaseKind, ReleaseRecord, ReleaseTest, ReviewStage
 from generation.imports import (
     api_row_to_dict, conversation_graph_record, conversation_record, flowgraph_record, intent_record,
@@ -171,6 +172,7 @@ def _freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
     seen: dict[str, set[int]] = defaultdict(set)
     apis_cache: dict[int, list[dict]] = {}
     procs: dict[int, Procedure] = {}
+    csv_line = CsvLineMaker()
     jobs: set[int] = set()
     counts: Counter = Counter()
     noise: Counter = Counter()
@@ -217,7 +219,7 @@ def _freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
                 digest.update(canonical(data))
                 digest.update(b"\n")
                 entries.append(ReleaseTest(release=release, test_id=t.pk, conversation_id=cid,
-                                           position=t.position, data=data))
+                                           position=t.position, data=data, csv_line=csv_line(data)))
                 frozen_tests.append({"position": t.position, "context": t.context, "expected": t.expected})
                 expected_types[t.expected_type] += 1
                 if t.job_id:
@@ -275,6 +277,7 @@ def _manifest(release: Release, stats: dict) -> dict[str, Any]:
             "manifest.json": "this manifest",
         },
         "format": {"name": "almita", "version": 1},
+        "csv_lines": True,
     }
 
 

@@ -287,3 +287,15 @@ def test_slim_rows_equal_the_frozen_rows(imported, researcher):
     release = release_create(name="slim", kind="automatic", filters={}, created_by=researcher)
     full = list(release_rows(release))
     assert full and list(release_rows_slim(release)) == full
+
+
+@pytest.mark.django_db
+def test_stored_csv_records_equal_rendering_the_rows(imported, researcher):
+    from curation.exports import csv_chunks, release_csv, release_rows
+
+    release = release_create(name="csv lines", kind="automatic", filters={}, created_by=researcher)
+    assert release.manifest["csv_lines"] is True
+    stored = "".join(release_csv(release))
+    assert stored == "".join(csv_chunks(release_rows(release)))
+    release.manifest = {k: v for k, v in release.manifest.items() if k != "csv_lines"}
+    assert "".join(release_csv(release)) == stored  # releases without stored records render them
