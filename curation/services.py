@@ -15,11 +15,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from almita_web.roles import ADJUDICATOR, ADMIN, RESEARCHER, user_roles
+from curation import queue
 from curation.guidelines import OTHER, SKIP_REASONS, reason_code_set
 from curation.lineage import (  # noqa: F401  (re-exported for other apps)
     STAGE_MODELS,
@@ -70,32 +70,15 @@ def _lock_item(item_id: int) -> ReviewItem:
 
 
 def _active_claims_of_others(item: ReviewItem, annotator, now) -> int:
-    return Claim.objects.filter(item=item, expires_at__gt=now).exclude(annotator=annotator).count()
+    return queue.active_claims_of_others(item_id=item.pk, annotator_id=annotator.pk, now=now)
 
 
 # --------------------------------------------------------------------------- queue
 
 
-def queue_candidates(*, stage: str, annotator, now=None) -> QuerySet[ReviewItem]:
-    """Open items of `stage` this annotator may take, best first.
-
-    Never one the annotator reviewed, skipped or already holds, never one whose reviews plus
-    active claims already reach its required count. Warnings first, then items closest to done.
-    """
-    now = now or timezone.now()
-    active_claims = (
-        Claim.objects.filter(item=OuterRef("pk"), expires_at__gt=now)
-        .order_by().values("item").annotate(c=Count("pk")).values("c")
-    )
-    return (
-        ReviewItem.objects.filter(stage=stage, state=ItemState.OPEN, excluded=False)
-        .filter(~Exists(Review.objects.filter(item=OuterRef("pk"), annotator=annotator)))
-        .filter(~Exists(Skip.objects.filter(item=OuterRef("pk"), annotator=annotator)))
-        .filter(~Exists(Claim.objects.filter(item=OuterRef("pk"), annotator=annotator, expires_at__gt=now)))
-        .alias(load=F("review_count") + Coalesce(Subquery(active_claims, output_field=IntegerField()), Value(0)))
-        .filter(load__lt=F("required_reviews"))
-        .order_by("-has_warnings", "-review_count", "id")
-    )
+def queue_candidates(*, stage: str, annotator, now=None) -> list[ReviewItem]:
+    """Open items of `stage` this annotator may take, best first (the rule is in curation.queue)."""
+    return list(queue.candidates(stage=stage, annotator_id=annotator.pk, now=now or timezone.now()))
 
 
 def held_claim(*, annotator, stage: str | None = None, now=None) -> Claim | None:
@@ -113,9 +96,9 @@ def review_claim_next(*, annotator, stage: str) -> ReviewItem | None:
     if stage not in ReviewStage.values:
         raise CurationError(f"Unknown stage {stage!r}.")
     now = timezone.now()
-    held = held_claim(annotator=annotator, stage=stage, now=now)
+    held = queue.held_item(stage=stage, annotator_id=annotator.pk, now=now)
     if held is not None:
-        return held.item
+        return held
     tried: list[int] = []
     for _attempt in range(50):
         try:
@@ -133,12 +116,12 @@ class _ItemFull(Exception):
 
 
 def _claim_one(annotator, stage: str, now, tried: list[int]) -> ReviewItem | None:
-    qs = queue_candidates(stage=stage, annotator=annotator, now=now).exclude(pk__in=tried)
+    pick = {"stage": stage, "annotator_id": annotator.pk, "now": now, "exclude_ids": tried}
     # Skip rows other claimers hold right now; only when none is free, wait for a locked one,
     # so "nothing returned" really means nothing is left for this annotator.
-    item = qs.select_for_update(skip_locked=True).first()
+    item = queue.first_candidate(lock="skip_locked", **pick)
     if item is None:
-        item = qs.select_for_update().first()
+        item = queue.first_candidate(lock="wait", **pick)
         if item is None:
             return None
         # We waited for another claimer: read the row as they left it.
@@ -146,7 +129,8 @@ def _claim_one(annotator, stage: str, now, tried: list[int]) -> ReviewItem | Non
     # The row lock is ours. The candidate query's claim count came from the snapshot taken when
     # it started; count again now, so a claim committed in between is seen.
     if item.state != ItemState.OPEN or item.excluded or (
-        item.review_count + _active_claims_of_others(item, annotator, now) >= item.required_reviews
+        item.review_count + queue.active_claims_of_others(item_id=item.pk, annotator_id=annotator.pk, now=now)
+        >= item.required_reviews
     ):
         raise _ItemFull(item.pk)
     _claim_upsert(item, annotator, now)

@@ -71,7 +71,7 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
     ctx = item_context(item)
     ctx.update({
         "own_review": own, "claim": claim,
-        "form": ReviewForm(stage=item.stage), "skip_form": SkipForm(),
+        "skip_form": SkipForm(),
         "can_review": own is None and claim is not None and item.state == ItemState.OPEN,
         "last_review": last,
         # Others' verdicts on an open item are blind to all but admins: skip the query then.

@@ -1,0 +1,92 @@
+"""The queue's two hot queries, written once in SQL that SQLite and Postgres both run.
+
+"Next item" is the most frequent request of the product. Built through the ORM, the candidate
+query (three anti-joins, a correlated count, a computed filter and a three-key order) costs
+several milliseconds of Python per call just to compile; as plain SQL it costs nothing, and the
+rule it encodes is easier to read in one place:
+
+* the item is open, in the stage, and not excluded by a rejected ancestor;
+* the annotator has not reviewed it, skipped it, or claimed it already (an active claim);
+* submitted reviews + active claims (anyone's) < required reviews;
+* order: items with validator warnings, then items closest to done, then oldest.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import connection
+
+from curation.models import Claim, ItemState, Review, ReviewItem, Skip
+
+_ITEM = ReviewItem._meta.db_table
+_REVIEW = Review._meta.db_table
+_SKIP = Skip._meta.db_table
+_CLAIM = Claim._meta.db_table
+
+
+def _ts(value: datetime):
+    return connection.ops.adapt_datetimefield_value(value)
+
+
+def candidates(*, stage: str, annotator_id: int, now: datetime, exclude_ids: Sequence[int] = (),
+               limit: int | None = None, lock: str = ""):
+    """Items `annotator_id` may claim now, best first (a RawQuerySet of ReviewItem).
+
+    ``lock``: "" (read only), "skip_locked" or "wait" — FOR UPDATE where the database has it
+    (SQLite has none and needs none: its IMMEDIATE transactions already hold the write lock).
+    """
+    ts = _ts(now)
+    params: list = [stage, ItemState.OPEN, annotator_id, annotator_id, annotator_id, ts, ts]
+    not_in = ""
+    if exclude_ids:
+        not_in = f" AND i.id NOT IN ({', '.join(['%s'] * len(exclude_ids))})"
+        params += list(exclude_ids)
+    sql = (
+        f"SELECT i.* FROM {_ITEM} i"
+        " WHERE i.stage = %s AND i.state = %s AND NOT i.excluded"
+        f" AND NOT EXISTS (SELECT 1 FROM {_REVIEW} r WHERE r.item_id = i.id AND r.annotator_id = %s)"
+        f" AND NOT EXISTS (SELECT 1 FROM {_SKIP} s WHERE s.item_id = i.id AND s.annotator_id = %s)"
+        f" AND NOT EXISTS (SELECT 1 FROM {_CLAIM} c WHERE c.item_id = i.id AND c.annotator_id = %s"
+        " AND c.expires_at > %s)"
+        f" AND i.review_count + (SELECT COUNT(*) FROM {_CLAIM} c2 WHERE c2.item_id = i.id"
+        " AND c2.expires_at > %s) < i.required_reviews"
+        f"{not_in}"
+        " ORDER BY i.has_warnings DESC, i.review_count DESC, i.id"
+    )
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    features = connection.features
+    if lock and features.has_select_for_update:
+        if lock == "skip_locked" and features.has_select_for_update_skip_locked:
+            sql += " FOR UPDATE SKIP LOCKED"
+        else:
+            sql += " FOR UPDATE"
+    return ReviewItem.objects.raw(sql, params)
+
+
+def first_candidate(**kwargs) -> ReviewItem | None:
+    for item in candidates(limit=1, **kwargs):
+        return item
+    return None
+
+
+def held_item(*, stage: str, annotator_id: int, now: datetime) -> ReviewItem | None:
+    """The open item of `stage` the annotator holds an active claim on (oldest claim first)."""
+    sql = (
+        f"SELECT i.* FROM {_ITEM} i JOIN {_CLAIM} c ON c.item_id = i.id"
+        " WHERE c.annotator_id = %s AND c.expires_at > %s AND i.stage = %s AND i.state = %s"
+        " AND NOT i.excluded ORDER BY c.claimed_at, c.id LIMIT 1"
+    )
+    for item in ReviewItem.objects.raw(sql, [annotator_id, _ts(now), stage, ItemState.OPEN]):
+        return item
+    return None
+
+
+def active_claims_of_others(*, item_id: int, annotator_id: int, now: datetime) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT COUNT(*) FROM {_CLAIM} WHERE item_id = %s AND expires_at > %s AND annotator_id <> %s",
+            [item_id, _ts(now), annotator_id],
+        )
+        return cursor.fetchone()[0]
