@@ -18,6 +18,17 @@ def _fmt(v: float) -> str:
     return f"{v:.1f}"
 
 
+def _wrap(text: str, width: int) -> list[str]:
+    """Greedy word wrap for axis labels (at most three lines)."""
+    lines: list[str] = []
+    for word in str(text).split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return (lines or [""])[:3]
+
+
 def bar_chart(categories: list[str], series: list[tuple[str, list[float | None]]], *,
               title: str = "", width: int = 760, height: int = 320, y_max: float = 100.0) -> SafeString:
     """Grouped bars: one group per category, one bar per series (values in 0..y_max; None = n/a)."""
@@ -53,8 +64,10 @@ def bar_chart(categories: list[str], series: list[tuple[str, list[float | None]]
                        f'fill="{PALETTE[si % len(PALETTE)]}"><title>{escape(name)} · {escape(cat)}: '
                        f'{escape(_fmt(v))}</title></rect>')
         cx = left + ci * group_w + group_w / 2
-        out.append(f'<text x="{cx:.1f}" y="{top + plot_h + 14}" text-anchor="middle" font-size="11">'
-                   f'{escape(cat)}</text>')
+        lines = _wrap(cat, max(6, int(group_w / 6.5)))
+        spans = "".join(f'<tspan x="{cx:.1f}" dy="{0 if k == 0 else 13}">{escape(line)}</tspan>'
+                        for k, line in enumerate(lines))
+        out.append(f'<text x="{cx:.1f}" y="{top + plot_h + 14}" text-anchor="middle" font-size="11">{spans}</text>')
     out.append(f'<line x1="{left}" x2="{width - right}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="#111"/>')
     for si, (name, _values) in enumerate(series):
         lx = left + (si % 3) * (plot_w / 3)
@@ -105,14 +118,20 @@ def scatter(points: list[dict[str, Any]], *, x_label: str, y_label: str, title: 
     out.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#111"/>')
     out.append(f'<line x1="{sx(lo):.1f}" y1="{sy(lo):.1f}" x2="{sx(hi):.1f}" y2="{sy(hi):.1f}" '
                f'stroke="#9ca3af" stroke-dasharray="4 4"><title>y = x</title></line>')
+    placed: list[tuple[float, float]] = []
     for i, p in enumerate(points):
         x, y = sx(p["x"]), sy(p["y"])
+        label_y = y - 6
+        # Points that coincide get their labels stacked instead of printed on top of each other.
+        while any(abs(px - x) < 40 and abs(py - label_y) < 12 for px, py in placed):
+            label_y += 13
+        placed.append((x, label_y))
         colour = PALETTE[i % len(PALETTE)]
         out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{colour}"><title>{escape(p["label"])}: '
                    f'{escape(_fmt(p["x"]))}, {escape(_fmt(p["y"]))}</title></circle>')
         anchor = "end" if x > left + plot_w * 0.7 else "start"
         dx = -8 if anchor == "end" else 8
-        out.append(f'<text x="{x + dx:.1f}" y="{y - 6:.1f}" text-anchor="{anchor}" font-size="11">{escape(p["label"])}</text>')
+        out.append(f'<text x="{x + dx:.1f}" y="{label_y:.1f}" text-anchor="{anchor}" font-size="11">{escape(p["label"])}</text>')
     out.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 12}" text-anchor="middle" font-size="12">{escape(x_label)}</text>')
     out.append(f'<text transform="translate(14 {top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle" '
                f'font-size="12">{escape(y_label)}</text>')

@@ -195,4 +195,6 @@ def describe(name: str) -> str:
     if name == BERTSCORE:
         precision = f", {BertScorer.precision}" if BertScorer._scorer is not None else ""
         return f"BERTScore F1 (all-MiniLM-L6-v2, offline, {MODEL_LAYERS} layers{precision})"
-    return "lexical token-overlap F1 (the BERTScore extra was not installed)"
+    if bertscore_available():
+        return "lexical token-overlap F1 (chosen for this run instead of BERTScore)"
+    return "lexical token-overlap F1 (the BERTScore extra is not installed)"

@@ -21,8 +21,11 @@ def _metric_rows(report: dict) -> list[M.Metric]:
 
 
 def _breakdown_rows(groups: dict) -> list[tuple[str, list[M.Metric]]]:
-    return [(name, [M.Metric.from_dict(d) for k, d in table.items() if k in M.METRIC_LABELS])
-            for name, table in sorted((groups or {}).items())]
+    def order(name: str) -> tuple:
+        return (M.STAGES.index(name), "") if name in M.STAGES else (len(M.STAGES), name)
+
+    return [(name, [M.Metric.from_dict(table[k]) for k in M.METRIC_KEYS if k in table])
+            for name, table in sorted((groups or {}).items(), key=lambda kv: order(kv[0]))]
 
 
 @require_GET
@@ -141,6 +144,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         "form": form, "rows": [(r, [r["metrics"].get(k) for k in M.METRIC_KEYS]) for r in rows],
         "chart": chart, "metric_labels": M.METRICS,
         "runs": EvaluationRun.objects.select_related("agent", "release")[:200],
+        "selected": set(request.GET.getlist("runs")),
     })
 
 
