@@ -20,6 +20,14 @@ def finished(job_id: int) -> GenerationJob | None:
     return job if job.is_terminal else None
 
 
+def wait_job(job_id: int, worker, timeout: float) -> GenerationJob:
+    try:
+        return wait_for(lambda: finished(job_id), timeout=timeout, message=f"job {job_id} to finish")
+    except AssertionError as exc:
+        progress = {p.stage: (p.state, p.done, p.total) for p in StageProgress.objects.filter(job_id=job_id)}
+        raise AssertionError(f"{exc}\nprogress: {progress}\nworker log:\n{worker.log()[-4000:]}") from None
+
+
 def no_duplicates(job: GenerationJob) -> None:
     keys = list(Conversation.objects.filter(job=job).values_list("path_id", flat=True))
     assert len(keys) == len(set(keys))
@@ -34,7 +42,7 @@ def test_whole_job_through_a_worker(settings, celery_worker_factory):
         env = point_settings_at(settings, fake)
         worker = celery_worker_factory(extra_env=env)
         job = services.job_create(config=JOB_CONFIG)
-        job = wait_for(lambda: finished(job.pk), timeout=90, message=f"the job to finish\n{worker.log()[-3000:]}")
+        job = wait_job(job.pk, worker, 90)
     assert_expected_funnel(job)
     no_duplicates(job)
 
@@ -47,7 +55,7 @@ def test_thirty_percent_faults_lose_nothing(settings, celery_worker_factory):
         env = point_settings_at(settings, fake, LLM_MAX_RETRIES=3, OPENAI_TIMEOUT=0.5, LLM_CACHE=False)
         worker = celery_worker_factory(extra_env=env)
         job = services.job_create(config=JOB_CONFIG)
-        job = wait_for(lambda: finished(job.pk), timeout=120, message=f"the job to finish\n{worker.log()[-3000:]}")
+        job = wait_job(job.pk, worker, 120)
         injected = sum(1 for r in fake.replies if r.is_fault or r.delay)
     assert_expected_funnel(job)  # nothing lost: the same funnel as without faults
     outcomes = Counter(LLMCall.objects.filter(job=job).values_list("outcome", flat=True))
@@ -68,7 +76,7 @@ def test_sigkilled_worker_restarted_finishes_without_duplicates(settings, celery
         first.kill()
         assert not finished(job.pk)
         second = celery_worker_factory(extra_env=env, concurrency=2)
-        job = wait_for(lambda: finished(job.pk), timeout=120, message=f"the job to finish\n{second.log()[-3000:]}")
+        job = wait_job(job.pk, second, 120)
     assert_expected_funnel(job)
     no_duplicates(job)
 
