@@ -161,12 +161,20 @@ def bench_bertscore(pairs: int) -> dict | None:
     t0 = time.perf_counter()
     scorer.score(["warm"], ["up"])
     load = time.perf_counter() - t0
+    S.BertScorer._embeddings.clear()
+    S.BertScorer.cache_size = 4 * pairs
     t0 = time.perf_counter()
     scorer.score(cands, refs)
     batch_rate = pairs / (time.perf_counter() - t0)
-    single = min(100, pairs)
+    # A second agent on the same release: the references are already embedded in this worker.
+    cands2 = [sentence(rng, rng.randint(6, 22)) for _ in range(pairs)]
     t0 = time.perf_counter()
-    for c, r in zip(cands[:single], refs[:single]):
+    scorer.score(cands2, refs)
+    warm_rate = pairs / (time.perf_counter() - t0)
+    single = min(100, pairs)
+    cands3 = [sentence(rng, rng.randint(6, 22)) for _ in range(single)]
+    t0 = time.perf_counter()
+    for c, r in zip(cands3, refs[:single]):
         scorer.score([c], [r])
     single_rate = single / (time.perf_counter() - t0)
     try:
@@ -175,7 +183,8 @@ def bench_bertscore(pairs: int) -> dict | None:
         threads = torch.get_num_threads()
     except ImportError:  # pragma: no cover
         threads = None
-    return {"pairs": pairs, "load_s": round(load, 2), "precision": type(scorer).precision, "batch_pairs_per_s": round(batch_rate, 1),
+    return {"pairs": pairs, "load_s": round(load, 2), "precision": type(scorer).precision,
+            "batch_pairs_per_s": round(batch_rate, 1), "warm_refs_pairs_per_s": round(warm_rate, 1),
             "single_pair_per_s": round(single_rate, 1), "torch_threads": threads}
 
 
@@ -205,7 +214,8 @@ def main() -> None:
             print("BERTScore: ML extra not installed (pip install -r requirements-ml.txt); skipped")
         else:
             print(f"BERTScore F1 on CPU ({b['torch_threads']} torch threads, {b['precision']}): {b['batch_pairs_per_s']} pairs/s in "
-                  f"batches of distinct pairs (target >= 300), {b['single_pair_per_s']} pairs/s one at a time; "
+                  f"batches of distinct pairs, cold (target >= 300); {b['warm_refs_pairs_per_s']} pairs/s with the references "
+                  f"already embedded; {b['single_pair_per_s']} pairs/s one at a time (references embedded); "
                   f"model load {b['load_s']} s")
 
 

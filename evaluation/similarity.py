@@ -13,7 +13,7 @@ import os
 import re
 import threading
 import unicodedata
-from collections import Counter
+from collections import Counter, OrderedDict, defaultdict
 from pathlib import Path
 from typing import Protocol
 
@@ -163,17 +163,66 @@ class BertScorer:
             return cls._scorer
 
     def score(self, candidates: list[str], references: list[str]) -> list[float]:
+        """BERTScore F1 per pair: bert-score's own embedding and greedy-matching functions, with
+        the token embeddings of each distinct sentence kept in a bounded per-process cache, so a
+        release's expected replies are encoded once for every agent evaluated in this worker."""
         if len(candidates) != len(references):
             raise ValueError("candidates and references differ in length")
         if not candidates:
             return []
         scorer = self._load(self.model_path)
-        # Empty strings make bert-score warn and return 0; keep that behaviour but stay quiet.
+        # Empty strings have no tokens to match; score them as a lone period, like bert-score warns.
         cands = [c if c.strip() else "." for c in candidates]
         refs = [r if r.strip() else "." for r in references]
         with self._lock:  # one forward pass at a time per process: threads share one model
-            _, _, f1 = scorer.score(cands, refs, batch_size=self.batch_size)
-        return [max(0.0, min(1.0, float(x))) for x in f1.tolist()]
+            self._embed_missing(scorer, list(dict.fromkeys(refs + cands)))
+            return self._match(refs, cands)
+
+    _embeddings: "OrderedDict[str, tuple]" = OrderedDict()
+    cache_size = 4096
+
+    def _embed_missing(self, scorer, sentences: list[str]) -> None:
+        from bert_score.utils import get_bert_embedding  # noqa: PLC0415 - optional dependency
+
+        cache = type(self)._embeddings
+        missing = [s for s in sentences if s not in cache]
+        for s in sentences:
+            if s in cache:
+                cache.move_to_end(s)
+        # Longest first, as bert-score does, so each batch pads little.
+        missing.sort(key=lambda s: len(s.split(" ")), reverse=True)
+        idf = defaultdict(lambda: 1.0)
+        idf[scorer._tokenizer.sep_token_id] = 0
+        idf[scorer._tokenizer.cls_token_id] = 0
+        for start in range(0, len(missing), self.batch_size):
+            batch = missing[start:start + self.batch_size]
+            embs, masks, padded_idf = get_bert_embedding(batch, scorer._model, scorer._tokenizer, idf, device="cpu")
+            for i, sentence in enumerate(batch):
+                n = int(masks[i].sum().item())
+                cache[sentence] = (embs[i, :n].clone(), padded_idf[i, :n].clone())
+        while len(cache) > max(self.cache_size, len(sentences)):
+            cache.popitem(last=False)
+
+    def _match(self, refs: list[str], cands: list[str]) -> list[float]:
+        import torch
+        from bert_score.utils import greedy_cos_idf  # noqa: PLC0415 - optional dependency
+        from torch.nn.utils.rnn import pad_sequence
+
+        cache = type(self)._embeddings
+
+        def stack(sentences: list[str]):
+            emb, idf = zip(*(cache[s] for s in sentences))
+            lens = torch.tensor([e.size(0) for e in emb])
+            mask = torch.arange(int(lens.max())).expand(len(emb), -1) < lens.unsqueeze(1)
+            return pad_sequence(list(emb), batch_first=True, padding_value=2.0), mask, pad_sequence(list(idf), batch_first=True)
+
+        out: list[float] = []
+        with torch.no_grad():
+            for start in range(0, len(refs), self.batch_size):
+                _, _, f1 = greedy_cos_idf(*stack(refs[start:start + self.batch_size]),
+                                          *stack(cands[start:start + self.batch_size]))
+                out.extend(max(0.0, min(1.0, float(x))) for x in f1.tolist())
+        return out
 
 
 _cache: dict[str, Scorer] = {}
