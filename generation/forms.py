@@ -21,6 +21,11 @@ class JobForm(forms.Form):
         help_text="Or your own intents, one per line: client | issue | name.")
     import_file = forms.FileField(
         required=False, help_text="Or a JSON file of intents or procedures (optionally with APIs and flowgraphs).")
+    existing = forms.ChoiceField(
+        required=False, label="Or imported items",
+        choices=[("", "—"), ("intents", "All imported intents"), ("procedures", "All imported procedures"),
+                 ("apis", "All imported procedures with APIs"), ("flowgraph", "All imported flowgraphs")],
+        help_text="Rows brought in on the import page that no job owns yet.")
     procedures_per_intent = forms.IntegerField(min_value=1, max_value=20, initial=1)
     paths = forms.IntegerField(min_value=1, max_value=100, initial=2, label="Paths per graph")
     sampler = forms.ChoiceField(choices=[(s, s) for s in SAMPLERS], initial="algorithm1")
@@ -69,9 +74,10 @@ class JobForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        sources = [bool(data.get("intents")), bool(data.get("seed_intents")), bool(data.get("import_file"))]
+        sources = [bool(data.get(k)) for k in ("intents", "seed_intents", "import_file", "existing")]
         if sum(sources) != 1:
-            raise forms.ValidationError("Give exactly one of: a number of intents, your own intents, or an import file.")
+            raise forms.ValidationError("Give exactly one of: a number of intents, your own intents, an import file, "
+                                        "or imported items.")
         return data
 
     def job_arguments(self) -> dict:
@@ -81,7 +87,7 @@ class JobForm(forms.Form):
         config["intents"] = d.get("intents") or 0
         config["models"] = {s: d[f"model_{s}"] for s in LLM_STAGES if d.get(f"model_{s}")}
         return {"config": config, "name": d.get("name", ""),
-                "import_data": d.get("seed_intents") or d.get("import_file")}
+                "import_data": d.get("seed_intents") or d.get("import_file"), "existing": d.get("existing") or None}
 
 
 class CancelForm(forms.Form):

@@ -230,11 +230,39 @@ def _import_rows(job: GenerationJob, start: str, records: list[dict[str, Any]]) 
 # --------------------------------------------------------------------------- job lifecycle
 
 
+# Rows already in the database (imported, or from any job) a job can start from:
+# level → (the first stage to run, what the level is called on the page).
+EXISTING_LEVELS: dict[str, tuple[str, str]] = {
+    "intents": ("procedures", "intents"),
+    "procedures": ("apis", "procedures"),
+    "apis": ("flowgraph", "procedures with APIs"),
+    "flowgraph": ("conversation_graph", "flowgraphs"),
+}
+
+
+def existing_imports(level: str) -> Any:
+    """Imported rows that belong to no job, at one level (for 'start from what was imported')."""
+    base = {"origin": Origin.IMPORTED, "job__isnull": True}
+    if level == "intents":
+        return Intent.objects.filter(**base)
+    if level == "procedures":
+        return Procedure.objects.filter(**base)
+    if level == "apis":
+        return Procedure.objects.filter(**base, apis__isnull=False).distinct()
+    if level == "flowgraph":
+        return Flowgraph.objects.filter(**base)
+    raise JobConfigError(f"unknown level {level!r}")
+
+
 @transaction.atomic
 def job_create(*, config: dict[str, Any], created_by=None, name: str = "", import_data: Any = None,
+               existing: str | None = None, existing_ids: list[int] | None = None,
                enqueue: bool = True) -> GenerationJob:
     """Create a queued job (validating settings and imports) and start it after commit.
 
+    A job starts by generating intents, from `import_data` (an import document, written as this
+    job's rows), or from rows already in the database: `existing` names the level and
+    `existing_ids` the rows (default: every imported row of that level that belongs to no job).
     Raises JobConfigError with a message for the user, including when an LLM stage would run
     without an endpoint.
     """
@@ -244,6 +272,16 @@ def job_create(*, config: dict[str, Any], created_by=None, name: str = "", impor
         start, records = import_parse(import_data)
         config["start"] = start
         config.setdefault("intents", 0)
+    elif existing:
+        if existing not in EXISTING_LEVELS:
+            raise JobConfigError(f"cannot start from {existing!r}")
+        ids = list(existing_ids) if existing_ids is not None else list(
+            existing_imports(existing).order_by("pk").values_list("pk", flat=True))
+        if not ids:
+            raise JobConfigError(f"there are no imported {EXISTING_LEVELS[existing][1]} to start from")
+        config["start"] = EXISTING_LEVELS[existing][0]
+        config["input_ids"] = {existing: ids}
+        config.setdefault("intents", 0)
     cfg = job_config_normalise(config)
     needing = llm_stages(cfg)
     if needing and not llm.endpoint_configured():
@@ -252,6 +290,13 @@ def job_create(*, config: dict[str, Any], created_by=None, name: str = "", impor
     StageProgress.objects.bulk_create([StageProgress(job=job, stage=s) for s in STAGE_ORDER])
     if records:
         _import_rows(job, cfg["start"], records)
+    elif existing:
+        now = timezone.now()
+        n = len(cfg["input_ids"][existing])
+        StageProgress.objects.filter(job=job, stage__in=STAGE_ORDER[:STAGE_ORDER.index(cfg["start"])]).update(
+            state=StageState.SKIPPED, started_at=now, finished_at=now)
+        StageProgress.objects.filter(job=job, stage=existing).update(
+            state=StageState.DONE, imported=n, generated=n, passed=n)
     if enqueue:
         from generation.tasks import job_advance_task
 
@@ -448,14 +493,11 @@ def demo_build(*, flowgraphs: list[Flowgraph], paths: int = 3, noise: float = 0.
     job so they show on the dashboard with their funnel.
     """
     job = job_create(
-        config={"start": "conversation_graph", "paths": paths, "noise": noise, "seed": seed, "sampler": sampler,
-                "conversation_graph": "deterministic", "conversations": "offline",
-                "input_ids": {"flowgraph": [f.pk for f in flowgraphs]}},
-        name=name, created_by=created_by, enqueue=False,
+        config={"paths": paths, "noise": noise, "seed": seed, "sampler": sampler,
+                "conversation_graph": "deterministic", "conversations": "offline"},
+        existing="flowgraph", existing_ids=[f.pk for f in flowgraphs], name=name, created_by=created_by,
+        enqueue=False,
     )
-    now = timezone.now()
-    StageProgress.objects.filter(job=job, stage__in=STAGE_ORDER[:STAGE_ORDER.index("conversation_graph")]).update(
-        state=StageState.SKIPPED, started_at=now, finished_at=now)
     return job_run_inline(job=job)
 
 

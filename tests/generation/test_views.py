@@ -149,3 +149,28 @@ def test_live_progress_fragment_reports_activity(client, admin_user, settings, f
     assert 'data-active="1"' in body
     body = client.get(reverse("generation:job_fragment", args=[job.pk])).content.decode()
     assert 'data-active="1"' in body and "Cancel job" in body
+
+
+def test_launch_from_imported_flowgraphs(client, admin_user, settings):
+    from generation.models import Api, Intent, Procedure
+    from generation.pipeline.formats import graph_to_json, parse_graph_text
+
+    settings.OPENAI_BASE_URL = ""
+    client.force_login(admin_user)
+    response = client.post(reverse("generation:launch"), {**FORM, "existing": "flowgraph"})
+    assert response.status_code == 400 and "no imported flowgraphs" in response.content.decode()
+    intent = Intent.objects.create(client="c", issue="i", name="n", key="imp:i", origin="imported")
+    proc = Procedure.objects.create(intent=intent, text="t", key="imp:p", origin="imported")
+    for a in APIS["apis"]:
+        Api.objects.create(procedure=proc, name=a["name"], parameters=a["params"], output_name=a["output"]["name"],
+                           output_type=a["output"]["type"], key=f"imp:{a['name']}", origin="imported")
+    fg = Flowgraph.objects.create(procedure=proc, data=graph_to_json(parse_graph_text(FLOWGRAPH)), key="imp:fg",
+                                  origin="imported")
+    response = client.post(reverse("generation:launch"), {**FORM, "existing": "flowgraph"})
+    assert response.status_code == 302
+    job = GenerationJob.objects.get()
+    assert job.config["start"] == "conversation_graph" and job.config["input_ids"] == {"flowgraph": [fg.pk]}
+    job = services.job_run_inline(job=job)
+    assert job.status == "succeeded"
+    assert ConversationGraph.objects.get(job=job).flowgraph == fg
+    assert SampledPath.objects.filter(job=job).count() == 2
