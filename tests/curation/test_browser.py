@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 import pytest
+from django.db import connections
 
 from curation import services
 from curation.models import ItemState, ReviewItem, ReviewStage
@@ -16,17 +17,27 @@ CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 
+# While Playwright's sync API runs its event loop, Django keys connections on that context, so
+# the ORM calls in a test body use a connection of their own: each test closes it at its end, or
+# Postgres refuses to drop the test database ("being accessed by other users").
+
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium missing")]
 
 
 @pytest.fixture
-def browser():
+def browser(live_server):
+    # Depends on live_server so that the browser closes before the live server stops.
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         yield b
+        # Let in-flight requests finish before the live server and the test database go away.
+        for context in b.contexts:
+            for page in context.pages:
+                page.wait_for_load_state("networkidle")
+            context.close()
         b.close()
 
 
@@ -105,6 +116,7 @@ def test_blind_double_review_then_adjudication(browser, live_server, annotator_a
 
     assert Flowgraph.objects.get(pk=lin.flowgraph.pk).status == CurationStatus.REJECTED
     assert ConversationGraph.objects.get(pk=lin.conversation_graph.pk).status == CurationStatus.EXCLUDED
+    connections.close_all()
 
 
 def test_undo_and_skip_from_the_keyboard(browser, live_server, annotator_a):
@@ -129,3 +141,4 @@ def test_undo_and_skip_from_the_keyboard(browser, live_server, annotator_a):
         a.keyboard.press("s")  # skip it: it will not come back
     assert f"/curation/items/{second.pk}/" in a.url
     assert first.skips.filter(annotator=annotator_a).exists()
+    connections.close_all()
