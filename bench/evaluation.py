@@ -197,7 +197,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--skip-run", action="store_true")
     parser.add_argument("--torch-threads", type=int, default=None,
-                        help="EVALUATION_TORCH_THREADS for the scorer (default: torch's own choice)")
+                        help="EVALUATION_TORCH_THREADS for the scorer (default 1; 0: torch's own choice)")
     args = parser.parse_args()
     if args.torch_threads:
         os.environ["EVALUATION_TORCH_THREADS"] = str(args.torch_threads)

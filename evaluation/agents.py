@@ -80,6 +80,8 @@ def knowledge_text(data: dict[str, Any], knowledge: str) -> tuple[str, str]:
         ready = (data.get("knowledge") or {}).get(knowledge)
         if isinstance(ready, str) and ready.strip():
             return knowledge, ready
+        # The graph of the test's flowgraph, as graph_to_json gives it (release rows name only
+        # flowgraph_id; the evaluation service fills this key in from the Flowgraph row).
         graph = data.get("flowgraph")
         if isinstance(graph, dict) and graph.get("nodes"):
             from generation.pipeline.formats import graph_from_json
@@ -87,7 +89,15 @@ def knowledge_text(data: dict[str, Any], knowledge: str) -> tuple[str, str]:
 
             g = graph_from_json(graph)
             return knowledge, (to_mermaid(g) if knowledge == "mermaid" else to_code(g))
-    return "procedure", str(data.get("procedure") or "")
+    return "procedure", procedure_text(data.get("procedure"))
+
+
+def procedure_text(procedure: Any) -> str:
+    """Release rows carry the procedure as {"id", "title", "text"}; hand-made ones as a string."""
+    if isinstance(procedure, dict):
+        title, text = str(procedure.get("title") or "").strip(), str(procedure.get("text") or "").strip()
+        return f"{title}\n\n{text}" if title and text and not text.startswith(title) else (text or title)
+    return str(procedure or "")
 
 
 def actions_text(apis: list[dict[str, Any]]) -> str:

@@ -206,8 +206,23 @@ class Answer:
     call_id: int | None = None
 
 
+def with_workflow(agent: Agent, data: dict[str, Any]) -> dict[str, Any]:
+    """For Mermaid / pseudo-code knowledge: add the flowgraph's graph JSON when the release row
+    names only its flowgraph_id (release rows do not copy the graph). Without it the agent gets
+    the procedure text, and the prompt says so by its tag."""
+    if agent.knowledge == Agent.Knowledge.PROCEDURE or agent.is_reference:
+        return data
+    if isinstance(data.get("flowgraph"), dict) or not data.get("flowgraph_id"):
+        return data
+    from generation.models import Flowgraph
+
+    graph = Flowgraph.objects.filter(pk=int(data["flowgraph_id"])).values_list("data", flat=True).first() or {}
+    return {**data, "flowgraph": graph} if graph.get("nodes") else data
+
+
 def agent_answer(agent: Agent, data: dict[str, Any], *, key: str = "") -> Answer:
     """Ask the agent for its next action on one test (raises LLMUnavailable / LLMFailed)."""
+    data = with_workflow(agent, data)
     if agent.is_reference:
         action = reference_action(agent.mode, data)
         return Answer(action=action, raw=json.dumps(action, ensure_ascii=False))

@@ -150,10 +150,12 @@ class BertScorer:
                 import bert_score  # noqa: PLC0415 - optional dependency
                 import torch
 
-                threads = os.environ.get("EVALUATION_TORCH_THREADS")
-                if threads:
-                    # On a shared 2-core machine one thread is faster than two fighting for cores.
-                    torch.set_num_threads(int(threads))
+                # One intra-op thread by default: lanes already run side by side, and on a busy
+                # 2-core machine two OpenMP threads fighting for cores were 2-4x slower than one.
+                # EVALUATION_TORCH_THREADS=0 keeps torch's own choice.
+                threads = int(os.environ.get("EVALUATION_TORCH_THREADS", "1") or 0)
+                if threads > 0:
+                    torch.set_num_threads(threads)
                 scorer = bert_score.BERTScorer(model_type=str(path), num_layers=MODEL_LAYERS,
                                                batch_size=128, device="cpu", lang="en")
                 cls.precision = _precision()

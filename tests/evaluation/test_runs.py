@@ -216,3 +216,27 @@ def test_releases_compare_gives_points_and_correlations(db):
     gold = next(p for p in result["points"] if "gold" in p["label"])
     assert gold["x"] == gold["y"] == 100.0
     assert result["pearson"] is not None and -1 <= result["pearson"] <= 1
+
+
+def test_release_rows_in_the_curation_shape(fake_openai, openai_settings):
+    """Release rows carry the procedure as {"id","title","text"} and only the flowgraph's id:
+    graph knowledge is rendered from the Flowgraph row."""
+    from curation.models import Release, ReleaseTest
+    from generation.models import Flowgraph, Intent, Procedure
+    from tests.evaluation.conftest import APIS, FLOWGRAPH
+
+    intent = Intent.objects.create(client="a shop", issue="late order", name="late order")
+    proc = Procedure.objects.create(intent=intent, title="Late orders", text="Look the order up first.")
+    fg = Flowgraph.objects.create(procedure=proc, data=FLOWGRAPH)
+    release = Release.objects.create(name="shape", version=1, content_hash="1" * 64, manifest={})
+    ReleaseTest.objects.create(release=release, test_id=1, conversation_id=1, position=1, data={
+        "test_id": 1, "conversation_id": 1, "position": 1, "procedure": {"id": proc.pk, "title": proc.title, "text": proc.text},
+        "apis": APIS, "context": [{"role": "user", "content": "Hi [t1]"}],
+        "expected": {"type": "reply", "content": "Can you give me your order ID?"}, "noise_kinds": [],
+        "flowgraph_id": fg.pk})
+    fake_openai.set_handler(lambda body, n: Reply(content=SCRIPT[1]))
+    for knowledge, marker in (("procedure", "Late orders\n\nLook the order up first."), ("code", "def step_n0():")):
+        agent = prompt_agent(name=f"shape-{knowledge}", knowledge=knowledge)
+        run = evaluate(agent, release)
+        assert run.status == RunStatus.SUCCEEDED and run.metrics["metrics"]["test_correct"]["numerator"] == 1
+        assert marker in fake_openai.requests[-1]["messages"][0]["content"]
