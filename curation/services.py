@@ -229,7 +229,10 @@ def last_review(*, annotator) -> Review | None:
 
 @transaction.atomic
 def review_undo(*, annotator) -> ReviewItem:
-    """Withdraw the annotator's most recent verdict while its item is undecided; they keep a claim."""
+    """Withdraw the annotator's most recent verdict while its item still awaits reviews.
+
+    The annotator gets the claim back and reviews the item again.
+    """
     last = last_review(annotator=annotator)
     if last is None:
         raise CurationError("You have no verdict to undo.")
@@ -237,14 +240,15 @@ def review_undo(*, annotator) -> ReviewItem:
     last = Review.objects.filter(pk=last.pk).first()
     if last is None:
         raise CurationError("That verdict was already withdrawn.")
-    if item.state == ItemState.DECIDED:
-        raise CurationError("That item is already decided; its verdicts can no longer be undone.")
+    if item.state != ItemState.OPEN:
+        # Once every review is in, whether undo still works would tell the annotator how the
+        # others voted (decided on agreement vs. waiting for adjudication), breaking blindness.
+        raise CurationError("All reviews of that item are in; its verdicts can no longer be undone.")
     before = {**_item_snapshot(item), **_review_snapshot(last)}
     last.delete()
     now = timezone.now()
     item.review_count -= 1
-    item.state = ItemState.OPEN
-    item.save(update_fields=["review_count", "state"])
+    item.save(update_fields=["review_count"])
     _claim_upsert(item, annotator, now)
     _audit(annotator, AuditEvent.Action.UNDO, item, before, _item_snapshot(item))
     return item

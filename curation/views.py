@@ -74,6 +74,8 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
         "skip_form": SkipForm(),
         "can_review": own is None and claim is not None and item.state == ItemState.OPEN,
         "last_review": last,
+        # "Awaiting adjudication" would tell an annotator that the others voted differently.
+        "show_disagreement": has_role(request.user, ADJUDICATOR),
         # Others' verdicts on an open item are blind to all but admins: skip the query then.
         "visible_reviews": [] if item.state == ItemState.OPEN and not has_role(request.user, ADMIN) else
         services.reviews_visible_to(request.user).filter(item=item).exclude(annotator=request.user)

@@ -170,7 +170,7 @@ def test_per_stage_review_count_setting(db, settings, annotator_a):
     assert item.required_reviews == 1 and item.state == ItemState.DECIDED
 
 
-def test_undo_restores_the_claim_until_decided(lineage, annotator_a, annotator_b):
+def test_undo_restores_the_claim_while_reviews_are_awaited(lineage, annotator_a, annotator_b):
     services.items_sync()
     item = review(annotator_a, FG, "accept")
     undone = services.review_undo(annotator=annotator_a)
@@ -179,17 +179,14 @@ def test_undo_restores_the_claim_until_decided(lineage, annotator_a, annotator_b
     services.review_submit(annotator=annotator_a, item_id=item.pk, verdict="reject", reason_codes=["FG-UNFAITHFUL"])
     item = review(annotator_b, FG, "accept")
     assert item.state == ItemState.DISAGREEMENT
-    # Undo while in disagreement reopens the item for that annotator.
-    services.review_undo(annotator=annotator_b)
+    # All reviews are in: undo would reveal the disagreement, so it is refused for both.
+    for user in (annotator_a, annotator_b):
+        with pytest.raises(services.CurationError, match="All reviews"):
+            services.review_undo(annotator=user)
     item.refresh_from_db()
-    assert item.state == ItemState.OPEN and item.review_count == 1
-    services.review_submit(annotator=annotator_b, item_id=item.pk, verdict="reject", reason_codes=["FG-ROOT"])
-    item.refresh_from_db()
-    assert item.state == ItemState.DECIDED
-    with pytest.raises(services.CurationError, match="decided"):
-        services.review_undo(annotator=annotator_b)
-    undo = AuditEvent.objects.filter(action="undo").first()
-    assert undo.before["verdict"] == "accept" and undo.after["state"] == "open"
+    assert item.state == ItemState.DISAGREEMENT and item.review_count == 2
+    undo = AuditEvent.objects.filter(action="undo").get()
+    assert undo.before["verdict"] == "accept" and undo.after["review_count"] == 0
 
 
 def test_reviews_visible_to_is_blind(lineage, annotator_a, annotator_b, adjudicator, researcher, admin_user):

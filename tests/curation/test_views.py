@@ -118,16 +118,22 @@ def test_skip_by_role(client, world, role):
 
 @pytest.mark.parametrize("role", ROLES)
 def test_undo_by_role(client, world, role):
+    services.review_submit(annotator=world["annotator"], item_id=world["fg"].pk, verdict="accept")
     login(client, world, role)
     url = reverse("curation:undo")
     resp = client.post(url)
     check(resp, role, role in {"annotator", "annotator_b", "admin"})
     if role == "annotator":
-        # annotator's last verdict is on the disputed procedure: withdrawn, claim restored.
-        world["disputed"].refresh_from_db()
-        assert world["disputed"].state == ItemState.OPEN
-        assert resp["Location"] == reverse("curation:review", args=[world["disputed"].pk])
+        # The flowgraph still awaits b's review: the verdict is withdrawn and the claim restored.
+        world["fg"].refresh_from_db()
+        assert world["fg"].review_count == 0
+        assert resp["Location"] == reverse("curation:review", args=[world["fg"].pk])
         assert client.get(url).status_code == 405
+    if role == "annotator_b":
+        # b's last verdict completed the disputed item: refused, nothing changes.
+        assert resp["Location"] == reverse("curation:queue")
+        world["disputed"].refresh_from_db()
+        assert world["disputed"].state == ItemState.DISAGREEMENT
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -246,3 +252,13 @@ def test_audit_log_is_append_only_in_the_admin(client, world):
     assert resp.status_code == 403
     page = client.get(reverse("curation:audit")).content.decode()
     assert "Claim" in page and "Verdict" in page
+
+
+def test_annotator_cannot_tell_their_item_went_to_adjudication(client, world):
+    client.login(username=world["annotator_b"].username, password=PASSWORD)
+    page = client.get(reverse("curation:review", args=[world["disputed"].pk])).content.decode()
+    assert "Awaiting adjudication" not in page and "All reviews in" in page
+    assert 'id="undo-form"' not in page and 'id="other-verdicts"' not in page
+    client.logout()
+    client.login(username="admin", password=PASSWORD)
+    assert "Awaiting adjudication" in client.get(reverse("curation:review", args=[world["disputed"].pk])).content.decode()
