@@ -12,11 +12,12 @@ class AgentAdmin(RoleModelAdmin):
 
 @admin.register(m.EvaluationRun, site=site)
 class EvaluationRunAdmin(RoleModelAdmin):
-    list_display = ("id", "agent", "release", "status", "done", "total", "created_at")
+    list_display = ("id", "agent", "release", "status", "similarity", "done", "total", "created_at")
     list_filter = ("status", "agent", "release")
 
 
 @admin.register(m.TestResult, site=site)
 class TestResultAdmin(RoleModelAdmin):
-    list_display = ("run", "entry", "predicted_type", "correct", "similarity")
-    list_filter = ("correct", "predicted_type", "run")
+    list_display = ("run", "entry", "state", "predicted_type", "correct", "similarity", "error")
+    list_filter = ("state", "correct", "predicted_type", "run")
+    raw_id_fields = ("entry", "llm_call")
