@@ -57,7 +57,8 @@ def worker(username: str, stage: str, max_items: int, think: float, queue: mp.Qu
     client.get("/curation/queue/")  # warm-up: imports, URL resolver, template compilation
     rng = random.Random(username)
     timings: dict[str, list[float]] = {"claim": [], "page": [], "claim+page": [], "verdict": [], "cpu claim+page": []}
-    for _ in range(max_items):
+    first = True
+    for _ in range(max_items + 1):
         c0 = time.process_time()
         t0 = time.perf_counter()
         resp = client.post(f"/curation/queue/{stage}/next/")
@@ -75,6 +76,10 @@ def worker(username: str, stage: str, max_items: int, think: float, queue: mp.Qu
         t3 = time.perf_counter()
         if think:
             time.sleep(rng.uniform(0, 2 * think))  # reading the item before the verdict
+        if first:
+            # The first round compiles the review templates in this process: warm-up, not counted.
+            first = False
+            continue
         timings["claim"].append((t1 - t0) * 1000)
         timings["page"].append((t2 - t1) * 1000)
         timings["claim+page"].append((t2 - t0) * 1000)
