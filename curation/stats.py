@@ -11,11 +11,11 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
+from django.utils import timezone
 
 from curation.agreement import cohen_kappa, krippendorff_alpha_nominal, percent_agreement
 from curation.lineage import STAGE_MODELS
 from curation.models import Claim, ItemState, Review, ReviewItem, ReviewStage, Skip, Verdict
-from django.utils import timezone
 
 COMPLETE_STATES = (ItemState.DISAGREEMENT, ItemState.DECIDED)
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 from curation import services
 from curation.models import Claim, ItemState, Review, ReviewItem, ReviewStage
 from tests.conftest import PASSWORD
-from tests.curation.factories import HOSTILE, build_lineage
+from tests.curation.factories import build_lineage
 
 ROLES = ["annotator", "annotator_b", "adjudicator", "researcher", "admin", "outsider", None]
 
