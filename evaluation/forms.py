@@ -17,10 +17,13 @@ class AgentForm(forms.Form):
     temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.0)
     base_url = forms.CharField(max_length=500, required=False, label="Base URL",
                                help_text="Empty: OPENAI_BASE_URL")
-    api_key_env = forms.RegexField(regex=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100, required=False,
+    api_key_env = forms.RegexField(regex=r"^[A-Z][A-Z0-9_]*_API_KEY$", max_length=100, required=False,
                                    initial="OPENAI_API_KEY", label="API key variable",
-                                   help_text="The NAME of the environment variable that holds the key; "
-                                             "the key itself is never stored.")
+                                   error_messages={"invalid": "Give the NAME of an environment variable "
+                                                              "ending in _API_KEY, not a key."},
+                                   help_text="The NAME of the environment variable that holds the key "
+                                             "(…_API_KEY); the key itself is never stored. OPENAI_API_KEY is "
+                                             "only sent to the default endpoint.")
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
 
     def clean_name(self) -> str:

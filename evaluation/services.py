@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -65,22 +66,33 @@ def reference_agents_ensure() -> list[Agent]:
     return agents
 
 
+# Only variables named like API keys may be read: an agent's key setting must never become a
+# way to send SECRET_KEY or DATABASE_URL to an endpoint of the researcher's choosing.
+KEY_VARIABLE = re.compile(r"^[A-Z][A-Z0-9_]*_API_KEY$")
+
+
 @transaction.atomic
 def agent_create(*, name: str, mode: str = AgentMode.PROMPT, knowledge: str = Agent.Knowledge.PROCEDURE,
                  base_url: str = "", api_key_env: str = "OPENAI_API_KEY", model: str = "",
                  temperature: float = 0.0, description: str = "") -> Agent:
-    if api_key_env and not api_key_env.replace("_", "").isalnum():
-        raise EvaluationError("the API key setting is the NAME of an environment variable, e.g. OPENAI_API_KEY")
+    api_key_env = (api_key_env or "").strip()
+    if api_key_env and not KEY_VARIABLE.match(api_key_env):
+        raise EvaluationError("the API key setting is the NAME of an environment variable ending in _API_KEY, "
+                              "e.g. OPENAI_API_KEY")
     return Agent.objects.create(name=name, mode=mode, knowledge=knowledge, base_url=base_url.strip(),
-                                api_key_env=api_key_env.strip(), model=model.strip(), temperature=temperature,
+                                api_key_env=api_key_env, model=model.strip(), temperature=temperature,
                                 description=description)
 
 
 def agent_api_key(agent: Agent) -> str | None:
-    """The agent's key, read from the environment variable it names (None: the default key)."""
+    """The agent's key, read from the environment variable it names; None means the default
+    key (OPENAI_API_KEY from settings). The default key is sent only to the default endpoint."""
     name = (agent.api_key_env or "").strip()
+    custom = bool(agent.base_url) and agent.base_url.rstrip("/") != (settings.OPENAI_BASE_URL or "").rstrip("/")
     if not name or name == "OPENAI_API_KEY":
-        return None
+        return "" if custom else None
+    if not KEY_VARIABLE.match(name):
+        return ""
     return os.environ.get(name, "")
 
 

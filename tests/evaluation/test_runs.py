@@ -240,3 +240,19 @@ def test_release_rows_in_the_curation_shape(fake_openai, openai_settings):
         run = evaluate(agent, release)
         assert run.status == RunStatus.SUCCEEDED and run.metrics["metrics"]["test_correct"]["numerator"] == 1
         assert marker in fake_openai.requests[-1]["messages"][0]["content"]
+
+
+def test_agent_keys_come_only_from_api_key_variables(monkeypatch, settings):
+    monkeypatch.setenv("PROXY_API_KEY", "proxy-secret")
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+    with pytest.raises(services.EvaluationError):
+        services.agent_create(name="leaky", api_key_env="SECRET_KEY")
+    default = services.agent_create(name="default")
+    assert services.agent_api_key(default) is None  # the settings key, to the settings endpoint
+    other = services.agent_create(name="other", base_url="http://127.0.0.1:8/v1")
+    assert services.agent_api_key(other) == ""  # the default key never goes to another endpoint
+    proxy = services.agent_create(name="proxy", base_url="http://127.0.0.1:8/v1", api_key_env="PROXY_API_KEY")
+    assert services.agent_api_key(proxy) == "proxy-secret"
+    Agent.objects.filter(pk=proxy.pk).update(api_key_env="DATABASE_URL")  # e.g. edited in the admin
+    proxy.refresh_from_db()
+    assert services.agent_api_key(proxy) == ""

@@ -78,10 +78,10 @@ def test_create_run_and_agent_through_the_pages(client, researcher, small_releas
     login(client, researcher)
     response = client.post(reverse("evaluation:agent_create"), {
         "name": "GPT <b>bold</b>", "mode": "functions", "knowledge": "code", "temperature": "0",
-        "api_key_env": "MY_AGENT_KEY", "model": "fake-model"})
+        "api_key_env": "MY_AGENT_API_KEY", "model": "fake-model"})
     assert response.status_code == 302
     agent = Agent.objects.get(name="GPT <b>bold</b>")
-    assert agent.api_key_env == "MY_AGENT_KEY"
+    assert agent.api_key_env == "MY_AGENT_API_KEY"
     html = client.get(reverse("evaluation:agents")).content.decode()
     assert "GPT &lt;b&gt;bold&lt;/b&gt;" in html and "<b>bold</b>" not in html
     # a key value instead of a variable name is refused
