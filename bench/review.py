@@ -11,8 +11,10 @@ the resumption of one the submit view already made), optionally "think" for a wh
 is timed around Django's full handler (middleware, view, template, database): server time
 without the network. Target: p95 of claim-next + review page ≤ 50 ms.
 
-The deployment default is CONN_MAX_AGE=0 (a new database connection per request);
-``--conn-max-age 60`` measures with persistent connections, as a production server would run.
+Django's test client keeps one database connection per process across requests (it does not
+close connections when a request finishes), so the figures leave out connection set-up, as a
+server with persistent connections (CONN_MAX_AGE > 0) would. A first round per process
+(template compilation) is not counted.
 """
 from __future__ import annotations
 
@@ -96,8 +98,6 @@ def main() -> None:
     parser.add_argument("--think", type=float, default=0.0,
                         help="mean seconds an annotator spends on an item (0 = back-to-back requests)")
     parser.add_argument("--keep", action="store_true", help="keep the benchmark database")
-    parser.add_argument("--conn-max-age", type=int, default=None,
-                        help="override CONN_MAX_AGE (seconds); 0 reconnects on every request")
     args = parser.parse_args()
 
     import django
@@ -107,8 +107,6 @@ def main() -> None:
     from django.db import connection, connections
 
     settings.DATABASES["default"].setdefault("TEST", {})["MIGRATE"] = False
-    if args.conn_max_age is not None:
-        settings.DATABASES["default"]["CONN_MAX_AGE"] = args.conn_max_age
     if connection.vendor != "postgresql":
         print(f"warning: running on {connection.vendor}; the target is stated for Postgres", file=sys.stderr)
     db_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
@@ -154,7 +152,7 @@ def main() -> None:
                 merged.setdefault(k, []).extend(v)
         n = len(merged["claim"])
         print(f"{args.annotators} annotators, {n} items reviewed in {wall:.1f}s on {connection.vendor}, "
-              f"{os.cpu_count()} CPUs, CONN_MAX_AGE={settings.DATABASES['default'].get('CONN_MAX_AGE')}, "
+              f"{os.cpu_count()} CPUs, "
               f"think time {args.think}s, load average {os.getloadavg()[0]:.1f}")
         print("(cpu claim+page = the Django process's own CPU time for the two requests)")
         print(f"{'request':<12}{'n':>6}{'median ms':>12}{'p95 ms':>10}{'max ms':>10}")
