@@ -262,3 +262,13 @@ def test_annotator_cannot_tell_their_item_went_to_adjudication(client, world):
     client.logout()
     client.login(username="admin", password=PASSWORD)
     assert "Awaiting adjudication" in client.get(reverse("curation:review", args=[world["disputed"].pk])).content.decode()
+
+
+def test_progress_page_splits_verdicts_for_admins_only(client, world):
+    client.login(username="adjudicator", password=PASSWORD)
+    page = client.get(reverse("curation:progress")).content.decode()
+    assert "annotator_a" in page and "<th>Accepted</th>" not in page.split('id="progress"')[1]
+    client.logout()
+    client.login(username="admin", password=PASSWORD)
+    page = client.get(reverse("curation:progress")).content.decode()
+    assert "<th>Accepted</th>" in page.split('id="progress"')[1]
