@@ -5,7 +5,7 @@
     .venv/bin/python bench/evaluation.py --skip-run           # only the BERTScore throughput
 
 1. Wall time of one evaluation run of N tests (default 1,420, ALMITA's size) against the local
-   fake OpenAI server in simulation mode: every request takes a fixed latency and the server
+   fake OpenAI server in simulation mode, in a separate process as a real endpoint would be: every request takes a fixed latency and the server
    serves at most `cap` requests at once. The run uses `cap` lanes (the same `run_step` the Celery
    lane task loops over, here on threads in this process), the real LLM layer (`generation.llm.chat`:
    semaphore, retries, one LLMCall row per call), answer parsing, judging, one TestResult write per
@@ -118,21 +118,37 @@ def answer_handler(expected_of: dict[int, dict]):
     return handler
 
 
-def bench_run(args) -> dict:
-    from django.conf import settings
+def _serve(conn, expected_of: dict, latency: float, cap: int) -> None:
+    """The simulated endpoint, in its own process like a real one (it must not share our GIL)."""
+    from tests.fake_openai import FakeOpenAI
 
+    with FakeOpenAI(answer_handler(expected_of), latency=latency, max_concurrency=cap) as fake:
+        conn.send(fake.base_url)
+        conn.recv()
+        conn.send(fake.peak_in_flight)
+
+
+def bench_run(args) -> dict:
+    import multiprocessing
+
+    from django.conf import settings
+    from django.db import connections
+
+    import generation.llm  # noqa: F401 - a worker has the client imported before its first test
     from evaluation import services
     from evaluation import similarity as S
     from evaluation.models import AgentMode
-    from tests.fake_openai import FakeOpenAI
-
-    import generation.llm  # noqa: F401 - a worker has the client imported before its first test
 
     release, expected_of = build_release(args.tests)
     scorer = S.get_scorer(args.similarity)
     scorer.score(["warm up the model"], ["load it before timing"])
-    with FakeOpenAI(answer_handler(expected_of), latency=args.latency, max_concurrency=args.cap) as fake:
-        settings.OPENAI_BASE_URL = fake.base_url
+    connections.close_all()
+    parent, child = multiprocessing.get_context("fork").Pipe()
+    server = multiprocessing.get_context("fork").Process(target=_serve, args=(child, expected_of, args.latency, args.cap),
+                                                         daemon=True)
+    server.start()
+    try:
+        settings.OPENAI_BASE_URL = parent.recv()
         settings.OPENAI_API_KEY = "bench-key"
         agent = services.agent_create(name="bench agent", mode=AgentMode.PROMPT, model="fake-model")
         run = services.run_create(agent=agent, release=release, similarity=args.similarity,
@@ -140,7 +156,12 @@ def bench_run(args) -> dict:
         t0 = time.perf_counter()
         run = services.run_execute_inline(run=run, workers=args.cap)
         wall = time.perf_counter() - t0
-        peak = fake.peak_in_flight
+        parent.send("stop")
+        peak = parent.recv()
+    finally:
+        server.join(10)
+        if server.is_alive():
+            server.terminate()
     ideal = args.tests * args.latency / args.cap
     metrics = run.metrics["metrics"]
     return {"tests": run.total, "evaluated": run.done, "status": run.status, "similarity": run.similarity,
