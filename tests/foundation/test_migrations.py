@@ -2,21 +2,18 @@
 import os
 import subprocess
 import sys
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_models_and_migrations_agree():
-    out = StringIO()
-    try:
-        call_command("makemigrations", "--check", "--dry-run", stdout=out, stderr=out)
-    except SystemExit as exit_:
-        pytest.fail(f"models changed without a migration (exit {exit_.code}):\n{out.getvalue()}")
+def test_models_and_migrations_agree(tmp_path):
+    env = dict(os.environ, ALMITA_VAR_DIR=str(tmp_path), DATABASE_URL=f"sqlite:///{tmp_path}/check.sqlite3")
+    result = subprocess.run([sys.executable, "manage.py", "makemigrations", "--check", "--dry-run"], cwd=REPO,
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, "models changed without a migration:\n" + result.stdout + result.stderr
 
 
 def test_migrate_builds_a_fresh_sqlite_database(tmp_path):
