@@ -73,6 +73,27 @@ def env_list(name: str, default: list[str], environ: dict | None = None) -> list
     return items
 
 
+def env_mapping(name: str, allowed_keys: set[str], parse, environ: dict | None = None) -> dict:
+    """"key=value,key=value" with known keys; `parse(value)` converts (and may raise ValueError)."""
+    environ = os.environ if environ is None else environ
+    raw = environ.get(name, "").strip()
+    result: dict = {}
+    if not raw:
+        return result
+    for part in raw.split(","):
+        key, sep, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise ImproperlyConfigured(f"{name}={raw!r}: entry {part!r} is not key=value")
+        if key not in allowed_keys:
+            raise ImproperlyConfigured(f"{name}: unknown key {key!r}; use one of {', '.join(sorted(allowed_keys))}")
+        try:
+            result[key] = parse(value)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: bad value for {key!r}: {exc}") from None
+    return result
+
+
 def database_from_url(url: str, base_dir: Path, name: str = "DATABASE_URL") -> dict:
     """Turn `sqlite:///path` or `postgres://user:pw@host:port/db` into a Django DATABASES entry."""
     parsed = urlparse(url)
@@ -118,7 +139,9 @@ def database_from_url(url: str, base_dir: Path, name: str = "DATABASE_URL") -> d
             "HOST": parsed.hostname or "",
             "PORT": str(port or ""),
             "OPTIONS": options,
-            "CONN_MAX_AGE": 0,
+            # Reuse connections across requests: opening one costs more than a review page.
+            "CONN_MAX_AGE": 60,
+            "CONN_HEALTH_CHECKS": True,
         }
     raise ImproperlyConfigured(f"{name}={url!r}: unsupported scheme {scheme!r}; use sqlite:/// or postgres://")
 

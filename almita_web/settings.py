@@ -17,6 +17,7 @@ from almita_web.env import (
     env_float,
     env_int,
     env_list,
+    env_mapping,
     env_str,
 )
 
@@ -138,6 +139,26 @@ LLM_PRICES = env_str("LLM_PRICES", "gpt-4o=2.5/10,gpt-4o-mini=0.15/0.6")
 
 # --- Curation and evaluation ----------------------------------------------------------------
 REVIEWS_PER_ITEM = env_int("REVIEWS_PER_ITEM", 2, minimum=1)
+_REVIEW_STAGES = {"procedure", "flowgraph", "conversation_graph", "conversation"}
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError(f"{number} must be at least 1")
+    return number
+
+
+def _policy(value: str) -> str:
+    if value not in ("adjudication", "strict"):
+        raise ValueError(f"{value!r} is not 'adjudication' or 'strict'")
+    return value
+
+
+# "conversation=1,flowgraph=3": reviews needed per stage (others use REVIEWS_PER_ITEM).
+REVIEWS_PER_STAGE = env_mapping("REVIEWS_PER_STAGE", _REVIEW_STAGES, _positive_int)
+# "flowgraph=strict": the paper's rule (any reject rejects) instead of adjudication.
+CURATION_POLICIES = env_mapping("CURATION_POLICIES", _REVIEW_STAGES, _policy)
 CLAIM_MINUTES = env_int("CLAIM_MINUTES", 30, minimum=1)
 BERTSCORE_THRESHOLD = env_float("BERTSCORE_THRESHOLD", 0.55)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from almita_web.env import broker_from_url, database_from_url, env_bool, env_float, env_int, env_list
+from almita_web.env import broker_from_url, database_from_url, env_bool, env_float, env_int, env_list, env_mapping
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -120,3 +120,21 @@ def test_startup_refuses_bad_database_url():
 
 def test_per_stage_models(settings):
     assert set(settings.LLM_STAGE_MODELS) == {"intents", "procedures", "apis", "flowgraph", "conversation_graph", "conversations"}
+
+
+def test_env_mapping():
+    stages = {"flowgraph", "conversation"}
+    assert env_mapping("R", stages, int, {"R": "flowgraph=3, conversation=1"}) == {"flowgraph": 3, "conversation": 1}
+    assert env_mapping("R", stages, int, {}) == {}
+    with pytest.raises(ImproperlyConfigured, match="R: unknown key 'poem'"):
+        env_mapping("R", stages, int, {"R": "poem=2"})
+    with pytest.raises(ImproperlyConfigured, match="R: bad value for 'flowgraph'"):
+        env_mapping("R", stages, int, {"R": "flowgraph=many"})
+    with pytest.raises(ImproperlyConfigured, match="not key=value"):
+        env_mapping("R", stages, int, {"R": "flowgraph"})
+
+
+def test_startup_refuses_bad_curation_policy():
+    result = _start({"CURATION_POLICIES": "flowgraph=lenient", "DJANGO_SETTINGS_MODULE": "almita_web.settings"})
+    assert result.returncode != 0
+    assert "CURATION_POLICIES" in result.stderr and "lenient" in result.stderr
