@@ -85,17 +85,20 @@ def test_generate_command_waits_and_prints_the_funnel(settings, celery_worker_fa
     import json
     from io import StringIO
 
-    from django.core.management import call_command
+    from django.core.management import CommandError, call_command
 
     from tests.generation.scripts import import_document
 
     settings.OPENAI_BASE_URL = ""  # imported flowgraphs + offline stages need no endpoint
-    celery_worker_factory(extra_env={"OPENAI_BASE_URL": ""})
+    worker = celery_worker_factory(extra_env={"OPENAI_BASE_URL": ""})
     path = tmp_path / "import.json"
     path.write_text(json.dumps(import_document(2)))
     out = StringIO()
-    call_command("generate", "--from-file", str(path), "--paths", "3", "--noise", "0.2", "--wait", "--timeout", "90",
-                 stdout=out)
+    try:
+        call_command("generate", "--from-file", str(path), "--paths", "3", "--noise", "0.2", "--wait",
+                     "--timeout", "90", stdout=out)
+    except CommandError as exc:
+        raise AssertionError(f"{exc}\n{out.getvalue()}\nworker log:\n{worker.log()[-4000:]}") from None
     text = out.getvalue()
     job = GenerationJob.objects.get()
     assert job.status == "succeeded"
