@@ -108,6 +108,9 @@ X_FRAME_OPTIONS = "DENY"
 _broker = broker_from_url(env_str("CELERY_BROKER_URL", "filesystem://"), VAR_DIR)
 CELERY_BROKER_URL = _broker.url
 CELERY_BROKER_TRANSPORT_OPTIONS = _broker.transport_options
+if CELERY_BROKER_URL == "filesystem://":
+    # The stock filesystem transport lets a consumer read a half-written message.
+    CELERY_BROKER_TRANSPORT = "almita_web.broker:Transport"
 # Results and progress live on model rows; no result backend is needed.
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True

@@ -37,3 +37,30 @@ def test_redis_broker_when_configured():
     if not url.startswith("redis://"):
         pytest.skip("runs when CELERY_BROKER_URL points at Redis (CI does)")
     assert settings.CELERY_BROKER_URL == url
+
+
+def test_filesystem_messages_appear_whole(tmp_path):
+    """A consumer listing the folder never sees a message file before it is completely written."""
+    from kombu import Connection
+
+    folder = tmp_path / "q"
+    folder.mkdir()
+    options = {"data_folder_in": str(folder), "data_folder_out": str(folder), "control_folder": str(tmp_path / "c")}
+    with Connection("filesystem://", transport="almita_web.broker:Transport", transport_options=options) as conn:
+        queue = conn.SimpleQueue("jobs")
+        queue.put({"payload": "x" * 200_000})
+        names = os.listdir(folder)
+        assert len(names) == 1 and names[0].endswith(".jobs.msg") and not names[0].startswith(".")
+        message = queue.get(timeout=5)
+        assert message.payload == {"payload": "x" * 200_000}
+        message.ack()
+        queue.close()
+
+
+def test_celery_uses_the_safe_filesystem_transport():
+    if settings.CELERY_BROKER_URL != "filesystem://":
+        pytest.skip("filesystem broker not in use")
+    from almita_web.celery import app
+
+    with app.connection_for_write() as conn:
+        assert type(conn.transport).__module__ == "almita_web.broker"
