@@ -53,7 +53,7 @@ from generation.pipeline.apis import ApiFormatError, api_to_dict, parse_api_list
 from generation.pipeline.formats import GraphFormatError, graph_to_json, load_graph, write_graph_text
 from generation.pipeline.sampling import SAMPLERS
 from generation.pipeline.validate import errors, validate_flowgraph
-from generation.stages import STAGE_ORDER, ItemResult, needs_llm, plan, process, split_key, violations_json
+from generation.stages import STAGE_ORDER, ItemResult, needs_llm, plan, process, violations_json
 
 Publisher = Callable[[str, str], None]
 

@@ -8,7 +8,6 @@ from generation import services
 from generation.models import (
     ConversationGraph, Flowgraph, GenerationJob, LLMCall, SampledPath, Test,
 )
-from tests.conftest import PASSWORD
 from tests.fake_openai import point_settings_at
 from tests.generation.scripts import APIS, FLOWGRAPH, JOB_CONFIG, StageScript
 from tests.generation.test_jobs import import_doc
