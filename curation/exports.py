@@ -36,7 +36,8 @@ FORMATS = ("csv", "jsonl", "hf")
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    # Sorted keys: Postgres jsonb reorders keys, and a CSV cell must not depend on the database.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
 # --- rows -------------------------------------------------------------------------------------
@@ -124,7 +125,7 @@ def jsonl_chunks(rows: Iterable[dict[str, Any] | str], batch: int = BATCH) -> It
 
 
 def _make_encoder() -> Callable[[Any], str]:
-    """Compact JSON, non-ASCII kept: json.dumps(o, ensure_ascii=False, separators=(",", ":")).
+    """Compact JSON with sorted keys (jsonb reorders keys; output must not depend on the database).
 
     json.dumps builds a fresh C encoder on every call; for millions of small values that set-up
     dominates, so the C encoder is built once here (falling back to the stdlib call without it).
@@ -134,13 +135,13 @@ def _make_encoder() -> Callable[[Any], str]:
     except ImportError:  # pragma: no cover - CPython always has the C accelerator
         c_make_encoder = None
     if c_make_encoder is None:  # pragma: no cover
-        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
 
     def default(o: Any) -> Any:
         raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
 
     # (markers, default, encoder, indent, key_separator, item_separator, sort_keys, skipkeys, allow_nan)
-    encoder = c_make_encoder(None, default, encode_basestring, None, ":", ",", False, False, True)
+    encoder = c_make_encoder(None, default, encode_basestring, None, ":", ",", True, False, True)
 
     def encode(o: Any) -> str:
         if isinstance(o, str):
