@@ -192,6 +192,9 @@ LOGGING = {
         # httpx logs request lines; keep them out of INFO so no header ever reaches a log.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
+        # openai 3.x speaks through httpx2.
+        "httpx2": {"level": "WARNING"},
+        "httpcore2": {"level": "WARNING"},
     },
 }
 

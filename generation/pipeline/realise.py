@@ -137,16 +137,15 @@ def _output_value(api: ApiSpec, label: str, known: dict[str, Any], rng: random.R
             return [{"status": label or "ok"}]
         return [synthesise_value(api.output_name, inner[0], rng)]
     # dict or a domain object: report the outcome and echo the identifiers the call used.
+    value_type = args[1][0] if head == "dict" and len(args) == 2 else None
+    if value_type is not None and value_type not in ("str", "any"):
+        return {}
     value: dict[str, Any] = {"status": label or ("failure" if negative else "success")}
     if not negative:
         for p in api.params:
             if p.name in known and isinstance(known[p.name], (str, int, float)):
-                value[p.name] = known[p.name]
-    try:
-        if head == "dict" and len(args) == 2 and args[1][0] != "str":
-            return {}
-    except IndexError:
-        pass
+                # A dict[str, str] output holds only strings, even when the id was an int.
+                value[p.name] = str(known[p.name]) if value_type == "str" else known[p.name]
     return value
 
 

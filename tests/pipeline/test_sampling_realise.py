@@ -141,3 +141,19 @@ def test_prompt_builder_carries_graph_apis_and_path():
     assert system["role"] == "system" and "api_output" in system["content"]
     assert user["role"] == "user" and "[N4](api){get_order_details}" in user["content"]
     assert '"name": "get_order_details"' in user["content"] and user["content"].endswith("path: [N0, N1, N2]")
+
+
+def test_dict_of_str_output_holds_only_strings_even_for_int_ids():
+    """An int parameter echoed into a dict[str, str] output must become a string (CV-OUTPUT-TYPE)."""
+    import random as _random
+
+    from generation.pipeline.apis import ApiSpec as _Api, ParamSpec as _Param
+    from generation.pipeline.realise import _output_value
+    from generation.pipeline.typecheck import matches
+
+    api = _Api(name="find_order", params=[_Param("order_id", "int"), _Param("email", "str")],
+               output_name="order", output_type="dict[str, str]")
+    value = _output_value(api, "Order found", {"order_id": 812, "email": "a@b.org"}, _random.Random(0))
+    assert value["order_id"] == "812" and matches(value, "dict[str, str]")
+    untyped = _Api(name="find", params=[_Param("order_id", "int")], output_name="o", output_type="dict")
+    assert _output_value(untyped, "found", {"order_id": 812}, _random.Random(0))["order_id"] == 812
