@@ -164,6 +164,12 @@ REVIEWS_PER_STAGE = env_mapping("REVIEWS_PER_STAGE", _REVIEW_STAGES, _positive_i
 CURATION_POLICIES = env_mapping("CURATION_POLICIES", _REVIEW_STAGES, _policy)
 CLAIM_MINUTES = env_int("CLAIM_MINUTES", 30, minimum=1)
 BERTSCORE_THRESHOLD = env_float("BERTSCORE_THRESHOLD", 0.55)
+# BERTScore encoder precision: auto (bf16 where the CPU has native bf16 units), fp32 or bf16.
+EVALUATION_BERTSCORE_PRECISION = env_str("EVALUATION_BERTSCORE_PRECISION", "auto").lower()
+if EVALUATION_BERTSCORE_PRECISION not in ("auto", "fp32", "bf16"):
+    raise ImproperlyConfigured(f"EVALUATION_BERTSCORE_PRECISION={EVALUATION_BERTSCORE_PRECISION!r}: use auto, fp32 or bf16")
+# Torch intra-op threads for BERTScore; 0 keeps torch's own choice.
+EVALUATION_TORCH_THREADS = env_int("EVALUATION_TORCH_THREADS", 1, minimum=0)
 
 # --- REST API ---------------------------------------------------------------------------
 REST_FRAMEWORK = {

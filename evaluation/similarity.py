@@ -17,6 +17,8 @@ from collections import Counter, OrderedDict, defaultdict
 from pathlib import Path
 from typing import Protocol
 
+from django.conf import settings
+
 BERTSCORE = "bertscore"
 LEXICAL = "lexical"
 AUTO = "auto"
@@ -95,7 +97,7 @@ def _precision() -> str:
     output is cast back to fp32 before bert-score's cosine matching. On the test data the F1
     moved by at most 0.002 (mean 0.0004) against fp32, far below the threshold's granularity.
     """
-    wanted = os.environ.get("EVALUATION_BERTSCORE_PRECISION", "auto").lower()
+    wanted = settings.EVALUATION_BERTSCORE_PRECISION
     if wanted in ("fp32", "bf16"):
         return wanted
     import torch
@@ -153,7 +155,7 @@ class BertScorer:
                 # One intra-op thread by default: lanes already run side by side, and on a busy
                 # 2-core machine two OpenMP threads fighting for cores were 2-4x slower than one.
                 # EVALUATION_TORCH_THREADS=0 keeps torch's own choice.
-                threads = int(os.environ.get("EVALUATION_TORCH_THREADS", "1") or 0)
+                threads = settings.EVALUATION_TORCH_THREADS
                 if threads > 0:
                     torch.set_num_threads(threads)
                 scorer = bert_score.BERTScorer(model_type=str(path), num_layers=MODEL_LAYERS,
