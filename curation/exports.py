@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from django.db.models import Func, TextField
+from django.db.models import Func, QuerySet, TextField
 from django.db.models.functions import Cast
 
-from curation.models import Release
+from curation.models import Release, ReleaseTest
 from generation.pipeline.extract import format_api_call
 
 BATCH = 1000  # rows per yielded chunk: big enough to amortise, small enough to stay flat
@@ -42,15 +42,24 @@ def _dumps(value: Any) -> str:
 
 # --- rows -------------------------------------------------------------------------------------
 
+def release_entries(release: Release) -> QuerySet[ReleaseTest]:
+    """A release's tests in download order (conversation, position).
+
+    ReleaseTest's index on (release, conversation_id, position, id) serves this order, so the
+    database walks the index instead of sorting: without it SQLite sorted every ~4 KB row in a
+    temporary b-tree, which was most of a download's time.
+    """
+    return release.entries.order_by("conversation_id", "position", "id")
+
+
 def release_rows(release: Release, chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
     """Frozen test rows, decoded."""
-    return release.entries.order_by("conversation_id", "position", "id").values_list(
-        "data", flat=True).iterator(chunk_size=chunk_size)
+    return release_entries(release).values_list("data", flat=True).iterator(chunk_size=chunk_size)
 
 
 def release_rows_raw(release: Release, chunk_size: int = 2000) -> Iterator[str]:
     """Frozen test rows as the database's JSON text: no decode/encode round trip for JSONL."""
-    return release.entries.order_by("conversation_id", "position", "id").annotate(
+    return release_entries(release).annotate(
         raw=Cast("data", TextField())).values_list("raw", flat=True).iterator(chunk_size=chunk_size)
 
 
@@ -78,7 +87,7 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
     """Frozen test rows, decoded, equal to release_rows() but much cheaper per row."""
     procedures: dict[int, dict[str, Any]] = {}
     loads = json.loads
-    rows = release.entries.order_by("conversation_id", "position", "id").annotate(
+    rows = release_entries(release).annotate(
         slim=_SlimRow("data")).values_list("slim", flat=True).iterator(chunk_size=chunk_size)
     for text in rows:
         d = loads(text)
@@ -247,8 +256,7 @@ def csv_line_chunks(lines: Iterable[str], batch: int = BATCH) -> Iterator[str]:
 
 
 def release_csv_lines(release: Release, chunk_size: int = 2000) -> Iterator[str]:
-    return release.entries.order_by("conversation_id", "position", "id").values_list(
-        "csv_line", flat=True).iterator(chunk_size=chunk_size)
+    return release_entries(release).values_list("csv_line", flat=True).iterator(chunk_size=chunk_size)
 
 
 def release_csv(release: Release) -> Iterator[str]:

@@ -213,6 +213,11 @@ class ReleaseTest(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["release", "test_id"], name="releasetest_unique"),
         ]
+        # Downloads and release_verify read a release in this order; without the index the
+        # database sorts every (~4 KB) row first, which dominated a million-test download.
+        indexes = [
+            models.Index(fields=["release", "conversation_id", "position", "id"], name="releasetest_order"),
+        ]
 
 
 class ReleaseRecord(models.Model):

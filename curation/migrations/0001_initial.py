@@ -157,6 +157,10 @@ class Migration(migrations.Migration):
             model_name='releaserecord',
             constraint=models.UniqueConstraint(fields=('release', 'kind', 'object_id'), name='releaserecord_unique'),
         ),
+        migrations.AddIndex(
+            model_name='releasetest',
+            index=models.Index(fields=['release', 'conversation_id', 'position', 'id'], name='releasetest_order'),
+        ),
         migrations.AddConstraint(
             model_name='releasetest',
             constraint=models.UniqueConstraint(fields=('release', 'test_id'), name='releasetest_unique'),

@@ -299,3 +299,24 @@ def test_stored_csv_records_equal_rendering_the_rows(imported, researcher):
     assert stored == "".join(csv_chunks(release_rows(release)))
     release.manifest = {k: v for k, v in release.manifest.items() if k != "csv_lines"}
     assert "".join(release_csv(release)) == stored  # releases without stored records render them
+
+
+@pytest.mark.django_db
+def test_downloads_read_a_release_in_index_order_without_sorting(imported, researcher):
+    """A release streams in (conversation, position) order straight off an index: sorting a
+    million ~4 KB rows first made the downloads slower than the 50,000 rows/s target."""
+    from django.db import connection
+
+    from curation.exports import release_csv, release_entries, release_rows
+
+    release = release_create(name="ordered", kind="automatic", filters={}, created_by=researcher)
+    rows = list(release_rows(release))
+    assert rows and [(d["conversation_id"], d["position"]) for d in rows] == sorted(
+        (d["conversation_id"], d["position"]) for d in rows)
+    records = list(csv.reader(io.StringIO("".join(release_csv(release)))))
+    assert [int(r[0]) for r in records[1:]] == [d["test_id"] for d in rows]
+    if connection.vendor != "sqlite":
+        pytest.skip("the query plan is checked on SQLite; Postgres may choose a sort for a small table")
+    for column in ("data", "csv_line"):
+        plan = release_entries(release).values_list(column, flat=True).explain()
+        assert "releasetest_order" in plan and "TEMP B-TREE" not in plan, plan
