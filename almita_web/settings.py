@@ -99,6 +99,17 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 
+# One cache all server processes share: a conversation's path-highlighted SVG costs a Graphviz
+# run, and a per-process memory cache would redo it in every worker. Files under VAR_DIR need no
+# extra service; CACHE_DIR moves them.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": env_str("CACHE_DIR", str(VAR_DIR / "cache")),
+        "OPTIONS": {"MAX_ENTRIES": 5000},
+    },
+}
+
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE

@@ -1,9 +1,9 @@
-"""The queue's two hot queries, written once in SQL that SQLite and Postgres both run.
+"""The queue's hot queries, written once in SQL that SQLite and Postgres both run.
 
-"Next item" is the most frequent request of the product. Built through the ORM, the candidate
-query (three anti-joins, a correlated count, a computed filter and a three-key order) costs
-several milliseconds of Python per call just to compile; as plain SQL it costs nothing, and the
-rule it encodes is easier to read in one place:
+"Next item" and the review page it leads to are the most frequent requests of the product.
+Built through the ORM, the candidate query (three anti-joins, a correlated count, a computed
+filter and a three-key order) costs several milliseconds of Python per call just to compile; as
+plain SQL it costs nothing, and the rule it encodes is easier to read in one place:
 
 * the item is open, in the stage, and not excluded by a rejected ancestor;
 * the annotator has not reviewed it, skipped it, or claimed it already (an active claim);
@@ -90,3 +90,12 @@ def active_claims_of_others(*, item_id: int, annotator_id: int, now: datetime) -
             [item_id, _ts(now), annotator_id],
         )
         return cursor.fetchone()[0]
+
+
+def last_review(*, annotator_id: int) -> Review | None:
+    """The annotator's most recent review with its item attached (the undo button on every page)."""
+    sql = f"SELECT r.* FROM {_REVIEW} r WHERE r.annotator_id = %s ORDER BY r.created_at DESC, r.id DESC LIMIT 1"
+    for review in Review.objects.raw(sql, [annotator_id]):
+        review.item = list(ReviewItem.objects.raw(f"SELECT i.* FROM {_ITEM} i WHERE i.id = %s", [review.item_id]))[0]
+        return review
+    return None

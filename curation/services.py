@@ -224,7 +224,7 @@ def review_skip(*, annotator, item_id: int, reason: str) -> Skip:
 
 
 def last_review(*, annotator) -> Review | None:
-    return Review.objects.filter(annotator=annotator).select_related("item").order_by("-created_at", "-id").first()
+    return queue.last_review(annotator_id=annotator.pk)
 
 
 @transaction.atomic

@@ -17,8 +17,9 @@ from django.views.decorators.http import require_GET, require_POST
 from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, has_role, role_required
 from curation import services
 from curation.forms import ResolveForm, ReviewForm, SkipForm
+from curation.guidelines import SKIP_REASONS
 from curation.models import AuditEvent, Claim, ItemState, ReviewItem, ReviewStage
-from curation.present import item_context
+from curation.present import item_context, stage_fragments
 
 
 def _next_or_queue(request: HttpRequest, stage: str) -> HttpResponse:
@@ -54,9 +55,10 @@ def claim_next(request: HttpRequest, stage: str) -> HttpResponse:
 
 def _review_access(request: HttpRequest, item: ReviewItem):
     """(own review, claim) — or 403 when the user neither holds nor reviewed the item."""
-    claim = Claim.objects.filter(item=item, annotator=request.user).first()
+    # (item, annotator) is unique for claims and reviews: take the row without an ORDER BY.
+    claim = next(iter(Claim.objects.filter(item=item, annotator=request.user)[:1]), None)
     # Submitting deletes the claim and undo restores it, so a claim means no own review.
-    own = None if claim else item.reviews.filter(annotator=request.user).first()
+    own = None if claim else next(iter(item.reviews.filter(annotator=request.user).order_by()[:1]), None)
     if own is None and claim is None and not has_role(request.user, ADMIN):
         raise PermissionDenied("Take this item from the queue first.")
     return own, claim
@@ -69,10 +71,12 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
     own, claim = _review_access(request, item)
     last = services.last_review(annotator=request.user)
     ctx = item_context(item)
+    can_review = own is None and claim is not None and item.state == ItemState.OPEN
+    ctx.update(stage_fragments(item.stage, can_review))
     ctx.update({
         "own_review": own, "claim": claim,
-        "skip_form": SkipForm(),
-        "can_review": own is None and claim is not None and item.state == ItemState.OPEN,
+        "skip_reasons": SKIP_REASONS,
+        "can_review": can_review,
         "last_review": last,
         # "Awaiting adjudication" would tell an annotator that the others voted differently.
         "show_disagreement": has_role(request.user, ADJUDICATOR),

@@ -4,8 +4,11 @@ from __future__ import annotations
 import csv
 import io
 import re
+from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from curation import services
@@ -272,3 +275,39 @@ def test_progress_page_splits_verdicts_for_admins_only(client, world):
     client.login(username="admin", password=PASSWORD)
     page = client.get(reverse("curation:progress")).content.decode()
     assert "<th>Accepted</th>" in page.split('id="progress"')[1]
+
+
+def test_review_page_reads_neither_graph_data_nor_groups_once_warm(client, world):
+    """The hot page: cached SVG from the row, roles from the session, no JSON graph to parse."""
+    client.login(username=world["annotator"].username, password=PASSWORD)
+    url = reverse("curation:review", args=[world["fg"].pk])
+    assert b"<svg" in client.get(url).content  # draws and stores the SVG, caches the roles
+    with CaptureQueriesContext(connection) as ctx:
+        page = client.get(url)
+    assert page.status_code == 200 and b"<svg" in page.content
+    sqls = [q["sql"] for q in ctx.captured_queries]
+    assert not [s for s in sqls if '"generation_flowgraph"."data"' in s or "auth_group" in s], sqls
+    assert len(sqls) <= 8, sqls
+
+
+def test_highlighted_svg_cache_key_follows_the_row_not_only_its_id(lineage, monkeypatch):
+    """The shared cache outlives the database, so a reused id must not find an old drawing."""
+    from curation import present
+
+    conv = lineage.conversations[0]
+    cg = conv.path.conversation_graph
+    first = present.highlighted_svg(cg, conv.path.node_ids, conv.pk)
+    assert first["svg"]
+
+    def no_render(*args, **kwargs):
+        raise AssertionError("rendered again")
+
+    monkeypatch.setattr(present, "_render", no_render)
+    assert present.highlighted_svg(cg, conv.path.node_ids, conv.pk)["svg"] == first["svg"]
+    cg.created_at = cg.created_at + timedelta(seconds=1)  # another row with the same primary key
+    with pytest.raises(AssertionError, match="rendered again"):
+        present.highlighted_svg(cg, conv.path.node_ids, conv.pk)
+
+
+def test_default_cache_is_shared_between_processes(settings):
+    assert "locmem" not in settings.CACHES["default"]["BACKEND"].lower()
