@@ -13,7 +13,7 @@ import os
 import re
 import threading
 import unicodedata
-from collections import Counter, OrderedDict, defaultdict
+from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Protocol
 
@@ -94,7 +94,7 @@ def _precision() -> str:
     """bf16 where the CPU has native bfloat16 matrix units (AMX / AVX512-BF16), else fp32.
 
     EVALUATION_BERTSCORE_PRECISION=fp32|bf16|auto overrides. Only the encoder runs in bf16; its
-    output is cast back to fp32 before bert-score's cosine matching. On the test data the F1
+    output is cast back to fp32 before the cosine matching (bert-score's greedy_cos_idf). On the test data the F1
     moved by at most 0.002 (mean 0.0004) against fp32, far below the threshold's granularity.
     """
     wanted = settings.EVALUATION_BERTSCORE_PRECISION
@@ -124,7 +124,48 @@ def _bf16_encoder(model):
                 return (out[0].float(), tuple(h.float() for h in out[-1]))
             return (out[0].float(),)
 
-    return Bf16Encoder(model)
+    encoder = Bf16Encoder(model)
+    _prepack_linears(encoder)
+    return encoder
+
+
+def _prepack_linears(module) -> int:
+    """Swap each bfloat16 nn.Linear for one whose weight oneDNN has reordered once, up front.
+
+    F.linear on bf16 reorders the weight for the AMX kernels on every call; with the weight
+    prepacked the encoder's matmuls ran 1.2x (batches) to 1.6x (one sentence) faster on this CPU,
+    with bit-identical outputs. Left as it is when this torch build lacks the mkldnn ops."""
+    import torch
+
+    try:
+        probe_w = torch.randn(8, 4, dtype=torch.bfloat16)
+        probe_x = torch.randn(3, 4, dtype=torch.bfloat16)
+        packed = torch.ops.mkldnn._reorder_linear_weight(probe_w, None)
+        got = torch.ops.mkldnn._linear_pointwise(probe_x, packed, None, "none", [], "")
+        if not torch.allclose(got.float(), torch.nn.functional.linear(probe_x, probe_w).float(), atol=1e-2):
+            return 0
+    except (AttributeError, RuntimeError):
+        return 0
+
+    class PackedLinear(torch.nn.Module):
+        def __init__(self, linear) -> None:
+            super().__init__()
+            self.out_features = linear.out_features
+            self.weight = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), None)
+            self.bias = None if linear.bias is None else linear.bias.detach()
+
+        def forward(self, x):
+            flat = x.reshape(-1, x.shape[-1]).contiguous()
+            out = torch.ops.mkldnn._linear_pointwise(flat, self.weight, self.bias, "none", [], "")
+            return out.reshape(*x.shape[:-1], self.out_features)
+
+    swapped = 0
+    for parent in list(module.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, torch.nn.Linear) and child.weight.dtype == torch.bfloat16:
+                setattr(parent, name, PackedLinear(child))
+                swapped += 1
+    return swapped
 
 
 class BertScorer:
@@ -185,25 +226,41 @@ class BertScorer:
     _embeddings: "OrderedDict[str, tuple]" = OrderedDict()
     cache_size = 4096
 
+    encode_batch = 64  # sentences per forward pass; measured best on a 2-core AMX Xeon
+
     def _embed_missing(self, scorer, sentences: list[str]) -> None:
-        from bert_score.utils import get_bert_embedding  # noqa: PLC0415 - optional dependency
+        """Token embeddings of the sentences not cached yet, as bert-score's get_bert_embedding
+        computes them (same token ids, same padding value, same encoder output, idf off), but
+        tokenized in one batched call and batched by token length so padding is minimal."""
+        import torch
 
         cache = type(self)._embeddings
         missing = [s for s in sentences if s not in cache]
         for s in sentences:
             if s in cache:
                 cache.move_to_end(s)
-        # Longest first, as bert-score does, so each batch pads little.
-        missing.sort(key=lambda s: len(s.split(" ")), reverse=True)
-        idf = defaultdict(lambda: 1.0)
-        idf[scorer._tokenizer.sep_token_id] = 0
-        idf[scorer._tokenizer.cls_token_id] = 0
-        for start in range(0, len(missing), self.batch_size):
-            batch = missing[start:start + self.batch_size]
-            embs, masks, padded_idf = get_bert_embedding(batch, scorer._model, scorer._tokenizer, idf, device="cpu")
-            for i, sentence in enumerate(batch):
-                n = int(masks[i].sum().item())
-                cache[sentence] = (embs[i, :n].clone(), padded_idf[i, :n].clone())
+        if missing:
+            tok = scorer._tokenizer
+            # bert-score's sent_encode for BERT tokenizers: strip, special tokens, truncate.
+            ids = tok([s.strip() for s in missing], add_special_tokens=True,
+                      max_length=tok.model_max_length, truncation=True)["input_ids"]
+            order = sorted(range(len(missing)), key=lambda i: len(ids[i]))
+            special = torch.tensor([tok.sep_token_id, tok.cls_token_id])
+            with torch.inference_mode():
+                for start in range(0, len(order), self.encode_batch):
+                    chunk = order[start:start + self.encode_batch]
+                    width = len(ids[chunk[-1]])
+                    x = torch.full((len(chunk), width), tok.pad_token_id, dtype=torch.long)
+                    mask = torch.zeros((len(chunk), width), dtype=torch.long)
+                    for row, i in enumerate(chunk):
+                        x[row, :len(ids[i])] = torch.tensor(ids[i])
+                        mask[row, :len(ids[i])] = 1
+                    emb = scorer._model(x, attention_mask=mask)[0].float()
+                    for row, i in enumerate(chunk):
+                        n = len(ids[i])
+                        # idf off (bert-score's default): weight 1, except [SEP] and [CLS] get 0
+                        weights = (~torch.isin(x[row, :n], special)).float()
+                        cache[missing[i]] = (emb[row, :n].clone(), weights)
         while len(cache) > max(self.cache_size, len(sentences)):
             cache.popitem(last=False)
 
@@ -221,7 +278,7 @@ class BertScorer:
             return pad_sequence(list(emb), batch_first=True, padding_value=2.0), mask, pad_sequence(list(idf), batch_first=True)
 
         out: list[float] = []
-        with torch.no_grad():
+        with torch.inference_mode():
             for start in range(0, len(refs), self.batch_size):
                 _, _, f1 = greedy_cos_idf(*stack(refs[start:start + self.batch_size]),
                                           *stack(cands[start:start + self.batch_size]))

@@ -46,3 +46,22 @@ def test_cached_scoring_matches_bert_score_itself():
     assert max(abs(a - b) for a, b in zip(ours, f1.tolist())) <= tolerance
     assert ours[-1] == pytest.approx(1.0, abs=1e-4)
     assert scorer.score(cands[:1], refs[:1]) == ours[:1]  # served from the embedding cache
+
+
+def test_fast_path_f1_matches_plain_fp32_bert_score():
+    """The cached, token-length-batched (bf16, prepacked) path against bert-score's own fp32
+    BERTScorer.score with the same local model: the issue's tolerance is 0.01 F1."""
+    import bert_score
+
+    scorer = S.get_scorer(S.BERTSCORE)
+    cands = ["Could you give me the order number?", "I have cancelled your subscription as requested.",
+             "Please confirm the delivery address.", "Your parcel is on its way and tracking is by email.",
+             "Sorry, I cannot help with that.", "A refund of the full amount was issued."]
+    refs = ["Can you give me your order ID?", "Your subscription is now cancelled.",
+            "Could you verify the shipping address?", "The weather is nice today.",
+            "Let me escalate this to a colleague.", "I have refunded the whole payment to your card."]
+    ours = scorer.score(cands, refs)
+    plain = bert_score.BERTScorer(model_type=str(S.local_model_path()), num_layers=S.MODEL_LAYERS,
+                                  device="cpu", lang="en")
+    _, _, f1 = plain.score(cands, refs)
+    assert max(abs(a - b) for a, b in zip(ours, f1.tolist())) <= 0.01
