@@ -138,3 +138,25 @@ def test_startup_refuses_bad_curation_policy():
     result = _start({"CURATION_POLICIES": "flowgraph=lenient", "DJANGO_SETTINGS_MODULE": "almita_web.settings"})
     assert result.returncode != 0
     assert "CURATION_POLICIES" in result.stderr and "lenient" in result.stderr
+
+
+def _manage(env_overrides: dict[str, str | None]) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    for key, value in env_overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return subprocess.run([sys.executable, "manage.py", "check"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_manage_py_runs_on_a_fresh_clone_without_configuration():
+    result = _manage({"SECRET_KEY": None, "DEBUG": None, "DJANGO_SETTINGS_MODULE": None})
+    assert result.returncode == 0, result.stderr
+
+
+def test_manage_py_still_refuses_debug_off_without_secret_key():
+    result = _manage({"SECRET_KEY": None, "DEBUG": "false", "DJANGO_SETTINGS_MODULE": None})
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
