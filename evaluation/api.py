@@ -16,7 +16,7 @@ class EvaluationRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = EvaluationRun
         fields = ["id", "agent", "release", "status", "similarity", "threshold", "metrics", "total", "done",
-                  "error", "created_by", "created_at", "finished_at"]
+                  "error", "created_by", "created_at", "finished_at", "rejudged_from"]
 
 
 RUN_FILTERS = {"release": ("release_id", "int"), "status": ("status", "str")}

@@ -51,6 +51,20 @@ class RunForm(forms.Form):
         return value
 
 
+class RejudgeForm(forms.Form):
+    similarity = forms.ChoiceField(choices=[(S.AUTO, "Automatic (BERTScore when installed)"),
+                                            (S.BERTSCORE, "BERTScore F1"), (S.LEXICAL, "Lexical F1")],
+                                   initial=S.AUTO)
+    threshold = forms.FloatField(min_value=0.0, max_value=1.0, required=False,
+                                 help_text="Empty: the run's own threshold")
+
+    def clean_similarity(self) -> str:
+        value = self.cleaned_data["similarity"]
+        if value == S.BERTSCORE and not S.bertscore_available():
+            raise forms.ValidationError("BERTScore needs the ML extra (pip install -r requirements-ml.txt).")
+        return value
+
+
 class CompareForm(forms.Form):
     runs = forms.ModelMultipleChoiceField(queryset=EvaluationRun.objects.select_related("agent", "release"))
 

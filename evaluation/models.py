@@ -94,6 +94,10 @@ class EvaluationRun(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A re-judged run copies another run's stored answers and scores them again (another
+    # similarity or threshold) without asking the agent; its results are judged in batches.
+    rejudged_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT,
+                                      related_name="rejudgements")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -117,6 +121,10 @@ class EvaluationRun(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
+
+    @property
+    def is_rejudgement(self) -> bool:
+        return self.rejudged_from_id is not None
 
 
 class ResultState(models.TextChoices):

@@ -271,9 +271,25 @@ def judge_answer(data: dict[str, Any], action: dict[str, Any], *, scorer: S.Scor
     return M.judge(expected, action, similarity=sim, threshold=threshold)
 
 
+def judged_fields(outcome: M.Outcome, action: dict[str, Any]) -> dict[str, Any]:
+    """The TestResult columns that judging an answer sets (state DONE)."""
+    reason = outcome.reason
+    if action.get("note"):
+        reason = (reason + "; " if reason else "") + action["note"]
+    return {
+        "state": ResultState.DONE, "predicted_type": outcome.predicted_type,
+        "reply_recalled": outcome.reply_recalled, "reply_correct": outcome.reply_correct,
+        "api_recalled": outcome.api_recalled, "api_correct": outcome.api_correct,
+        "params_correct": outcome.params_correct, "correct": outcome.correct,
+        "similarity": outcome.similarity, "error": reason,
+    }
+
+
 def run_lane(*, run_id: int) -> int:
     """Evaluate pending tests until none is left (or the run stops). Returns how many steps ran."""
     run = EvaluationRun.objects.select_related("agent").get(pk=run_id)
+    if run.is_rejudgement:
+        return rejudge_execute(run_id=run_id)
     steps = 0
     while run_step(run_id=run_id, run=run):
         steps += 1
@@ -312,17 +328,8 @@ def run_step(*, run_id: int, run: EvaluationRun | None = None) -> bool:
         fields = {"state": ResultState.FAILED, "error": f"call failed: {exc}"[:2000],
                   "llm_call_id": getattr(exc, "call_id", None)}
     else:
-        reason = outcome.reason
-        if answer.action.get("note"):
-            reason = (reason + "; " if reason else "") + answer.action["note"]
-        fields = {
-            "state": ResultState.DONE, "raw_reply": answer.raw, "parsed": answer.action,
-            "predicted_type": outcome.predicted_type, "reply_recalled": outcome.reply_recalled,
-            "reply_correct": outcome.reply_correct, "api_recalled": outcome.api_recalled,
-            "api_correct": outcome.api_correct, "params_correct": outcome.params_correct,
-            "correct": outcome.correct, "similarity": outcome.similarity, "error": reason,
-            "latency_ms": answer.latency_ms, "llm_call_id": answer.call_id,
-        }
+        fields = {"raw_reply": answer.raw, "parsed": answer.action, "latency_ms": answer.latency_ms,
+                  "llm_call_id": answer.call_id, **judged_fields(outcome, answer.action)}
     # Only the lane holding the claim writes; a stale lane that comes back late is ignored. The
     # run's `done` counter is set when the run finishes (pages count results while it runs), so
     # lanes never queue on the run row.
@@ -394,6 +401,89 @@ def run_execute_inline(*, run: EvaluationRun, workers: int | None = None) -> Eva
     run_finish_if_done(run_id=run.pk)
     run.refresh_from_db()
     return run
+
+
+# --------------------------------------------------------------------------- re-judging
+
+REJUDGE_CHUNK = 512  # results scored per batch (one BERTScore call, one bulk update)
+
+
+@transaction.atomic
+def run_rejudge(*, run: EvaluationRun, similarity: str = S.AUTO, threshold: float | None = None,
+                created_by=None, start: bool = True) -> EvaluationRun:
+    """A new run that judges the stored answers of a succeeded run again, with another reply
+    similarity and/or threshold, without asking the agent. Its results start pending and are
+    scored in batches (BERTScore embeds all their replies at once) by one lane."""
+    source = EvaluationRun.objects.select_for_update().select_related("agent", "release").get(pk=run.pk)
+    if source.status != RunStatus.SUCCEEDED:
+        raise EvaluationError(f"run #{source.pk} is {source.status}: only a succeeded run can be re-judged")
+    scorer = S.get_scorer(similarity)  # raises when BERTScore is asked for but not installed
+    threshold = source.threshold if threshold is None else float(threshold)
+    if not 0.0 <= threshold <= 1.0:
+        raise EvaluationError(f"threshold {threshold} is outside 0..1")
+    new = EvaluationRun.objects.create(
+        agent=source.agent, release=source.release, created_by=created_by, similarity=scorer.name,
+        threshold=threshold, concurrency=1, total=source.total, rejudged_from=source)
+    copied = [TestResult(run=new, entry_id=entry_id, raw_reply=raw, parsed=parsed, latency_ms=latency,
+                         llm_call_id=call_id, attempts=attempts)
+              for entry_id, raw, parsed, latency, call_id, attempts in source.results.filter(
+                  state=ResultState.DONE).order_by("id").values_list(
+                  "entry_id", "raw_reply", "parsed", "latency_ms", "llm_call_id", "attempts")]
+    TestResult.objects.bulk_create(copied, batch_size=500)
+    if start:
+        run_start(run_id=new.pk)
+        new.refresh_from_db()
+    return new
+
+
+JUDGED_COLUMNS = ["state", "predicted_type", "reply_recalled", "reply_correct", "api_recalled", "api_correct",
+                  "params_correct", "correct", "similarity", "error", "finished_at"]
+
+
+def _store_judged(rows: list[tuple[int, dict[str, Any]]]) -> None:
+    """UPDATE each result by primary key in one executemany. bulk_update's CASE WHEN over 11
+    columns took 5.4 s for 1,420 rows on SQLite, three times the BERTScore work it followed."""
+    fields = [TestResult._meta.get_field(name) for name in JUDGED_COLUMNS]
+    quote = connection.ops.quote_name
+    sql = (f"UPDATE {quote(TestResult._meta.db_table)} SET "
+           + ", ".join(f"{quote(f.column)} = %s" for f in fields) + f" WHERE {quote('id')} = %s")
+    params = [[f.get_db_prep_save(values[f.name], connection) for f in fields] + [pk] for pk, values in rows]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+def rejudge_execute(*, run_id: int, chunk: int = REJUDGE_CHUNK) -> int:
+    """Judge the pending results of a re-judging run in batches; finish the run. Returns how many
+    results were judged. Idempotent: a redelivered lane goes on with what is still pending, and
+    a cancel stops it between batches."""
+    judged = 0
+    while True:
+        run = EvaluationRun.objects.get(pk=run_id)
+        if run.status != RunStatus.RUNNING:
+            return judged
+        # Only the expected action of each test is read, not its whole context.
+        batch = list(run.results.filter(state__in=[ResultState.PENDING, ResultState.RUNNING]).order_by("id")
+                     .values_list("pk", "parsed", "entry__data__expected")[:chunk])
+        if not batch:
+            break
+        replies = [i for i, (_pk, parsed, expected) in enumerate(batch)
+                   if (expected or {}).get("type") == M.REPLY and (parsed or {}).get("type") == M.REPLY]
+        try:
+            sims = S.get_scorer(run.similarity).score([str(batch[i][1].get("content", "")) for i in replies],
+                                                      [str(batch[i][2].get("content", "")) for i in replies])
+        except S.SimilarityUnavailable as exc:
+            run_fail(run_id=run_id, error=str(exc))
+            return judged
+        similarity = dict(zip(replies, sims))
+        now = timezone.now()
+        rows = []
+        for i, (pk, parsed, expected) in enumerate(batch):
+            outcome = M.judge(expected or {}, parsed or {}, similarity=similarity.get(i), threshold=run.threshold)
+            rows.append((pk, {**judged_fields(outcome, parsed or {}), "finished_at": now}))
+        _store_judged(rows)
+        judged += len(batch)
+    run_finish_if_done(run_id=run_id)
+    return judged
 
 
 # --------------------------------------------------------------------------- reports

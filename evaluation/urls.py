@@ -9,6 +9,7 @@ urlpatterns = [
     path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<int:run_id>/cancel", views.run_cancel, name="run_cancel"),
     path("runs/<int:run_id>/resume", views.run_resume, name="run_resume"),
+    path("runs/<int:run_id>/rejudge", views.run_rejudge, name="run_rejudge"),
     path("agents/", views.agents, name="agents"),
     path("agents/new", views.agent_create, name="agent_create"),
     path("compare/", views.compare, name="compare"),

@@ -11,7 +11,7 @@ from almita_web.roles import RESEARCHER, role_required
 from evaluation import charts, services
 from evaluation import metrics as M
 from evaluation import similarity as S
-from evaluation.forms import AgentForm, CompareForm, DatasetCompareForm, RunForm
+from evaluation.forms import AgentForm, CompareForm, DatasetCompareForm, RejudgeForm, RunForm
 from evaluation.models import Agent, EvaluationRun, IllegalRunTransition, ResultState
 
 
@@ -63,7 +63,7 @@ def run_create(request: HttpRequest) -> HttpResponse:
 @require_GET
 @role_required(RESEARCHER)
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = get_object_or_404(EvaluationRun.objects.select_related("agent", "release"), pk=run_id)
+    run = get_object_or_404(EvaluationRun.objects.select_related("agent", "release", "rejudged_from"), pk=run_id)
     report = services.run_current_report(run)
     show = request.GET.get("show", "wrong")
     results = run.results.select_related("entry").order_by("entry__conversation_id", "entry__position")
@@ -80,6 +80,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "by_stage": _breakdown_rows(report.get("by_stage")),
         "metric_labels": M.METRICS, "progress": services.run_progress(run),
         "page": page, "show": show,
+        "rejudge_form": RejudgeForm(initial={"similarity": S.AUTO, "threshold": run.threshold}),
+        "rejudgements": run.rejudgements.order_by("-id")[:20],
     })
 
 
@@ -105,6 +107,26 @@ def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
     except IllegalRunTransition as exc:
         messages.error(request, str(exc))
     return redirect("evaluation:run_detail", run_id=run.pk)
+
+
+@require_POST
+@role_required(RESEARCHER)
+def run_rejudge(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(EvaluationRun, pk=run_id)
+    form = RejudgeForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "The run could not be re-judged: " + "; ".join(
+            f"{field}: {' '.join(errs)}" for field, errs in form.errors.items()))
+        return redirect("evaluation:run_detail", run_id=run.pk)
+    try:
+        new = services.run_rejudge(run=run, similarity=form.cleaned_data["similarity"],
+                                   threshold=form.cleaned_data["threshold"], created_by=request.user)
+    except (services.EvaluationError, S.SimilarityUnavailable) as exc:
+        messages.error(request, str(exc))
+        return redirect("evaluation:run_detail", run_id=run.pk)
+    messages.success(request, f"Run #{new.pk} queued: the {new.total} answers of run #{run.pk} judged again "
+                              f"with {new.similarity}, threshold {new.threshold}.")
+    return redirect("evaluation:run_detail", run_id=new.pk)
 
 
 @require_GET

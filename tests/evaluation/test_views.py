@@ -32,6 +32,7 @@ def pages(run: EvaluationRun) -> list[tuple[str, str, dict]]:
         ("get", reverse("evaluation:run_detail", args=[run.pk]), {}),
         ("post", reverse("evaluation:run_cancel", args=[run.pk]), {}),
         ("post", reverse("evaluation:run_resume", args=[run.pk]), {}),
+        ("post", reverse("evaluation:run_rejudge", args=[run.pk]), {"similarity": "lexical"}),
         ("get", reverse("evaluation:agents"), {}),
         ("post", reverse("evaluation:agent_create"), {}),
         ("get", reverse("evaluation:compare"), {}),

@@ -1,8 +1,10 @@
 """python manage.py evaluate --release R --agent A [--wait | --inline]
+   python manage.py evaluate --rejudge RUN [--similarity S] [--threshold T] [--wait | --inline]
 
 R is a release id or "name" / "name@version" (latest version by default); A is an agent id or
 name ("gold", "always_reply" and "first_api" name the built-in reference agents). Without
---wait/--inline the run is queued for the Celery worker and the command returns.
+--wait/--inline the run is queued for the Celery worker and the command returns. --rejudge makes a
+new run that scores the stored answers of a succeeded run again (no agent calls).
 """
 from __future__ import annotations
 
@@ -46,8 +48,10 @@ class Command(BaseCommand):
     help = "Evaluate an agent on a release and print the paper's seven metrics."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--release", required=True)
-        parser.add_argument("--agent", required=True)
+        parser.add_argument("--release")
+        parser.add_argument("--agent")
+        parser.add_argument("--rejudge", type=int, metavar="RUN",
+                            help="judge the stored answers of this succeeded run again (no agent calls)")
         parser.add_argument("--wait", action="store_true", help="wait for the Celery worker to finish the run")
         parser.add_argument("--inline", action="store_true", help="run the tests in this process (no worker)")
         parser.add_argument("--similarity", choices=S.CHOICES, default=S.AUTO)
@@ -56,14 +60,31 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=0, help="--wait: give up after this many seconds")
 
     def handle(self, *args, **opts) -> None:
-        release, agent = find_release(opts["release"]), find_agent(opts["agent"])
-        try:
-            run = services.run_create(agent=agent, release=release, similarity=opts["similarity"],
-                                      threshold=opts["threshold"], concurrency=opts["concurrency"],
-                                      start=not opts["inline"])
-        except (services.EvaluationError, S.SimilarityUnavailable) as exc:
-            raise CommandError(str(exc)) from exc
-        self.stdout.write(f"run #{run.pk}: {agent.name} on {release}, {run.total} tests, similarity {run.similarity}")
+        if opts["rejudge"] is not None:
+            if opts["release"] or opts["agent"]:
+                raise CommandError("--rejudge takes the release and agent of the run it re-judges")
+            source = EvaluationRun.objects.filter(pk=opts["rejudge"]).first()
+            if source is None:
+                raise CommandError(f"no run #{opts['rejudge']}")
+            try:
+                run = services.run_rejudge(run=source, similarity=opts["similarity"], threshold=opts["threshold"],
+                                           start=not opts["inline"])
+            except (services.EvaluationError, S.SimilarityUnavailable) as exc:
+                raise CommandError(str(exc)) from exc
+            self.stdout.write(f"run #{run.pk}: the {run.total} answers of run #{source.pk} judged again, "
+                              f"similarity {run.similarity}, threshold {run.threshold}")
+        else:
+            if not opts["release"] or not opts["agent"]:
+                raise CommandError("give --release and --agent (or --rejudge RUN)")
+            release, agent = find_release(opts["release"]), find_agent(opts["agent"])
+            try:
+                run = services.run_create(agent=agent, release=release, similarity=opts["similarity"],
+                                          threshold=opts["threshold"], concurrency=opts["concurrency"],
+                                          start=not opts["inline"])
+            except (services.EvaluationError, S.SimilarityUnavailable) as exc:
+                raise CommandError(str(exc)) from exc
+            self.stdout.write(f"run #{run.pk}: {agent.name} on {release}, {run.total} tests, "
+                              f"similarity {run.similarity}")
         if opts["inline"]:
             run = services.run_execute_inline(run=run)
         elif opts["wait"]:
