@@ -61,7 +61,7 @@ def bar_chart(categories: list[str], series: list[tuple[str, list[float | None]]
                 continue
             bh = plot_h * max(0.0, min(v, y_max)) / y_max
             out.append(f'<rect x="{x:.1f}" y="{top + plot_h - bh:.1f}" width="{bar_w - 1:.1f}" height="{bh:.1f}" '
-                       f'fill="{PALETTE[si % len(PALETTE)]}"><title>{escape(name)} · {escape(cat)}: '
+                       f'data-value="{escape(_fmt(v))}" fill="{PALETTE[si % len(PALETTE)]}"><title>{escape(name)} · {escape(cat)}: '
                        f'{escape(_fmt(v))}</title></rect>')
         cx = left + ci * group_w + group_w / 2
         lines = _wrap(cat, max(6, int(group_w / 6.5)))

@@ -60,6 +60,26 @@ def run_create(request: HttpRequest) -> HttpResponse:
     return redirect("evaluation:run_detail", run_id=run.pk)
 
 
+def _status_context(run: EvaluationRun) -> dict:
+    """What the run's status card shows (the page and its polled fragment)."""
+    return {
+        "run": run, "progress": services.run_progress(run),
+        # A finished run's report names the scorer as it ran (bf16 or fp32 encoder, say).
+        "similarity_detail": (run.metrics or {}).get("similarity_detail") or S.describe(run.similarity),
+        "unparseable": run.results.filter(state=ResultState.DONE, predicted_type=M.INVALID).count(),
+        "rejudge_form": RejudgeForm(initial={"similarity": S.AUTO, "threshold": run.threshold}),
+        "rejudgements": run.rejudgements.order_by("-id")[:20],
+    }
+
+
+@require_GET
+@role_required(RESEARCHER)
+def run_status(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The status card alone, polled by the run page while the run is active."""
+    run = get_object_or_404(EvaluationRun.objects.select_related("agent", "release", "rejudged_from"), pk=run_id)
+    return render(request, "evaluation/_run_status.html", _status_context(run))
+
+
 @require_GET
 @role_required(RESEARCHER)
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
@@ -75,13 +95,10 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         results = results.filter(state=ResultState.FAILED)
     page = Paginator(results, 50).get_page(request.GET.get("page"))
     return render(request, "evaluation/run_detail.html", {
-        "run": run, "report": report, "metrics": _metric_rows(report),
+        **_status_context(run), "report": report, "metrics": _metric_rows(report),
         "by_noise": _breakdown_rows(report.get("by_noise")),
         "by_stage": _breakdown_rows(report.get("by_stage")),
-        "metric_labels": M.METRICS, "progress": services.run_progress(run),
-        "page": page, "show": show,
-        "rejudge_form": RejudgeForm(initial={"similarity": S.AUTO, "threshold": run.threshold}),
-        "rejudgements": run.rejudgements.order_by("-id")[:20],
+        "metric_labels": M.METRICS, "page": page, "show": show,
     })
 
 

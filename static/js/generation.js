@@ -1,5 +1,6 @@
 // Live progress: re-fetch the server-rendered fragment of every [data-poll-url] element while
-// its content says work is still active; stop once everything is finished.
+// its content says work is still active; stop once everything is finished (generation jobs and
+// evaluation runs).
 (function () {
   "use strict";
   var INTERVAL = 2000;
@@ -12,7 +13,13 @@
     window.setTimeout(function () {
       fetch(el.getAttribute("data-poll-url"), { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
         .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
-        .then(function (html) { el.innerHTML = html; poll(el); })
+        .then(function (html) {
+          el.innerHTML = html;
+          // data-reload-when-done: the rest of the page (e.g. a final report) is rendered once the
+          // work is over, so load it whole when the fragment says it has finished.
+          if (!active(el) && el.hasAttribute("data-reload-when-done")) { window.location.reload(); return; }
+          poll(el);
+        })
         .catch(function () { window.setTimeout(function () { poll(el); }, INTERVAL * 3); });
     }, INTERVAL);
   }
