@@ -34,6 +34,7 @@ router.register("jobs", generation_api.JobViewSet, basename="job")
 router.register("reviews", curation_api.ReviewViewSet, basename="review")
 router.register("releases", curation_api.ReleaseViewSet, basename="release")
 router.register("evaluation-runs", evaluation_api.EvaluationRunViewSet, basename="evaluationrun")
+router.register("agents", evaluation_api.AgentViewSet, basename="agent")
 
 urlpatterns = [
     path("auth/token/", obtain_auth_token, name="token"),

@@ -1,12 +1,26 @@
-"""REST API for evaluation runs (read only, researchers)."""
+"""REST API for evaluation (researchers and admins): read runs and agents, launch a run, re-judge,
+cancel and resume. The same services as the pages; the same role rule."""
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import serializers, viewsets
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
 
 from almita_web.api.common import FilterMixin, Pagination, filter_parameters, role_permission
 from almita_web.roles import ADMIN, RESEARCHER
-from evaluation.models import EvaluationRun
+from curation.models import Release
+from evaluation import services
+from evaluation import similarity as S
+from evaluation.models import Agent, EvaluationRun, IllegalRunTransition
+
+
+class AgentSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Agent
+        # api_key_env is the NAME of a variable; the key itself is never stored anywhere.
+        fields = ["id", "name", "mode", "knowledge", "base_url", "api_key_env", "model", "temperature",
+                  "description", "created_at"]
 
 
 class EvaluationRunSerializer(serializers.ModelSerializer):
@@ -15,16 +29,34 @@ class EvaluationRunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = EvaluationRun
-        fields = ["id", "agent", "release", "status", "similarity", "threshold", "metrics", "total", "done",
-                  "error", "created_by", "created_at", "finished_at", "rejudged_from"]
+        fields = ["id", "agent", "release", "status", "similarity", "threshold", "concurrency", "metrics", "total",
+                  "done", "error", "created_by", "created_at", "started_at", "finished_at", "rejudged_from"]
 
 
-RUN_FILTERS = {"release": ("release_id", "int"), "status": ("status", "str")}
+class RunLaunchSerializer(serializers.Serializer):
+    agent = serializers.PrimaryKeyRelatedField(queryset=Agent.objects.all())
+    release = serializers.PrimaryKeyRelatedField(queryset=Release.objects.all())
+    similarity = serializers.ChoiceField(choices=S.CHOICES, default=S.AUTO)
+    threshold = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, allow_null=True, default=None)
+    concurrency = serializers.IntegerField(min_value=1, max_value=64, required=False, allow_null=True, default=None)
+
+
+class RejudgeSerializer(serializers.Serializer):
+    similarity = serializers.ChoiceField(choices=S.CHOICES, default=S.AUTO)
+    threshold = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, allow_null=True, default=None)
+
+
+RUN_FILTERS = {"release": ("release_id", "int"), "status": ("status", "str"), "agent": ("agent_id", "int"),
+               "rejudged_from": ("rejudged_from_id", "int")}
+
+
+def _refused(exc: Exception) -> Response:
+    return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
 
 
 @extend_schema_view(list=extend_schema(parameters=filter_parameters(RUN_FILTERS)))
-class EvaluationRunViewSet(FilterMixin, viewsets.ReadOnlyModelViewSet):
-    """Evaluation runs with their metrics."""
+class EvaluationRunViewSet(FilterMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Evaluation runs with their metrics. POST starts a run on the Celery worker."""
 
     permission_classes = [role_permission(RESEARCHER, ADMIN)]
     serializer_class = EvaluationRunSerializer
@@ -33,3 +65,55 @@ class EvaluationRunViewSet(FilterMixin, viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self):
         return EvaluationRun.objects.select_related("agent", "created_by").order_by("-created_at", "-id")
+
+    @extend_schema(request=RunLaunchSerializer, responses={201: EvaluationRunSerializer})
+    def create(self, request, *args, **kwargs):
+        data = RunLaunchSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            run = services.run_create(created_by=request.user, **data.validated_data)
+        except (services.EvaluationError, S.SimilarityUnavailable) as exc:
+            return _refused(exc)
+        return Response(EvaluationRunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=RejudgeSerializer, responses={201: EvaluationRunSerializer})
+    @action(detail=True, methods=["post"])
+    def rejudge(self, request, pk=None):
+        """A new run scoring this succeeded run's stored answers again (no agent calls)."""
+        data = RejudgeSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            run = services.run_rejudge(run=self.get_object(), created_by=request.user, **data.validated_data)
+        except (services.EvaluationError, S.SimilarityUnavailable) as exc:
+            return _refused(exc)
+        return Response(EvaluationRunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: EvaluationRunSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        try:
+            run = services.run_cancel(run=self.get_object())
+        except IllegalRunTransition as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(EvaluationRunSerializer(run).data)
+
+    @extend_schema(request=None, responses={200: EvaluationRunSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        try:
+            run, _lanes = services.run_resume(run=self.get_object())
+        except IllegalRunTransition as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(EvaluationRunSerializer(run).data)
+
+
+class AgentViewSet(viewsets.ReadOnlyModelViewSet):
+    """Agents under test, with the built-in reference agents."""
+
+    permission_classes = [role_permission(RESEARCHER, ADMIN)]
+    serializer_class = AgentSerializer
+    pagination_class = Pagination
+
+    def get_queryset(self):
+        services.reference_agents_ensure()
+        return Agent.objects.order_by("name")
