@@ -33,36 +33,34 @@ class AgentForm(forms.Form):
         return name
 
 
-class RunForm(forms.Form):
-    agent = forms.ModelChoiceField(queryset=Agent.objects.all())
-    release = forms.ModelChoiceField(queryset=Release.objects.all())
+class SimilarityForm(forms.Form):
+    """The reply similarity and threshold, shared by the run and re-judge forms."""
+
     similarity = forms.ChoiceField(choices=[(S.AUTO, "Automatic (BERTScore when installed)"),
                                             (S.BERTSCORE, "BERTScore F1"), (S.LEXICAL, "Lexical F1")],
                                    initial=S.AUTO)
     threshold = forms.FloatField(min_value=0.0, max_value=1.0, required=False,
                                  help_text="Empty: BERTSCORE_THRESHOLD (0.55 in the paper)")
+
+    def clean_similarity(self) -> str:
+        value = self.cleaned_data["similarity"]
+        if value == S.BERTSCORE and not S.bertscore_available():
+            raise forms.ValidationError("BERTScore needs the ML extra (pip install -r requirements-ml.txt).")
+        return value
+
+
+class RunForm(SimilarityForm):
+    agent = forms.ModelChoiceField(queryset=Agent.objects.all())
+    release = forms.ModelChoiceField(queryset=Release.objects.all())
     concurrency = forms.IntegerField(min_value=1, max_value=64, required=False,
                                      help_text="Tests in flight at once. Empty: LLM_MAX_CONCURRENCY")
-
-    def clean_similarity(self) -> str:
-        value = self.cleaned_data["similarity"]
-        if value == S.BERTSCORE and not S.bertscore_available():
-            raise forms.ValidationError("BERTScore needs the ML extra (pip install -r requirements-ml.txt).")
-        return value
+    field_order = ["agent", "release", "similarity", "threshold", "concurrency"]
 
 
-class RejudgeForm(forms.Form):
-    similarity = forms.ChoiceField(choices=[(S.AUTO, "Automatic (BERTScore when installed)"),
-                                            (S.BERTSCORE, "BERTScore F1"), (S.LEXICAL, "Lexical F1")],
-                                   initial=S.AUTO)
-    threshold = forms.FloatField(min_value=0.0, max_value=1.0, required=False,
-                                 help_text="Empty: the run's own threshold")
-
-    def clean_similarity(self) -> str:
-        value = self.cleaned_data["similarity"]
-        if value == S.BERTSCORE and not S.bertscore_available():
-            raise forms.ValidationError("BERTScore needs the ML extra (pip install -r requirements-ml.txt).")
-        return value
+class RejudgeForm(SimilarityForm):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["threshold"].help_text = "Empty: the run's own threshold"
 
 
 class CompareForm(forms.Form):
