@@ -52,3 +52,17 @@ def test_demo_data_is_valid_and_linked():
         used = {d["label"] for _, d in graph.nodes(data=True) if d["type"] == "api"}
         assert used <= set(api_names)
     assert Procedure.objects.filter(origin="imported").count() == len(DEMO_CASES)
+
+
+def test_demo_has_an_evaluated_release():
+    from curation.models import Release
+    from evaluation.models import EvaluationRun, RunStatus
+
+    call_command("load_demo")
+    release = Release.objects.get(name="demo-automatic")
+    assert release.kind == "automatic" and release.entries.count() > 0
+    runs = {r.agent.mode: r for r in EvaluationRun.objects.filter(release=release).select_related("agent")}
+    assert set(runs) == {"gold", "always_reply", "first_api"}
+    assert all(r.status == RunStatus.SUCCEEDED and r.done == release.entries.count() for r in runs.values())
+    assert runs["gold"].metrics["metrics"]["conversation_correct"]["value"] == 1.0
+    assert runs["always_reply"].metrics["metrics"]["api_recall"]["value"] == 0.0
