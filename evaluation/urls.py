@@ -8,6 +8,7 @@ urlpatterns = [
     path("runs/new", views.run_create, name="run_create"),
     path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<int:run_id>/status", views.run_status, name="run_status"),
+    path("runs/<int:run_id>/results.csv", views.run_results_csv, name="run_results_csv"),
     path("runs/<int:run_id>/cancel", views.run_cancel, name="run_cancel"),
     path("runs/<int:run_id>/resume", views.run_resume, name="run_resume"),
     path("runs/<int:run_id>/rejudge", views.run_rejudge, name="run_rejudge"),

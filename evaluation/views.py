@@ -1,9 +1,12 @@
 """Evaluation pages, for researchers (admins too): access check → form → service → redirect."""
 from __future__ import annotations
 
+import csv
+import io
+
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -99,7 +102,33 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "by_noise": _breakdown_rows(report.get("by_noise")),
         "by_stage": _breakdown_rows(report.get("by_stage")),
         "metric_labels": M.METRICS, "page": page, "show": show,
+        "confusions": services.api_confusions(run),
     })
+
+
+@require_GET
+@role_required(RESEARCHER)
+def run_results_csv(request: HttpRequest, run_id: int) -> StreamingHttpResponse:
+    """Every test's expected action, the agent's answer, the flags and the reason, as CSV."""
+    run = get_object_or_404(EvaluationRun, pk=run_id)
+
+    def lines():
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=services.RESULT_COLUMNS)
+        writer.writeheader()
+        for n, row in enumerate(services.run_result_rows(run), 1):
+            # Agent answers are untrusted text: a leading = + - @ would be a spreadsheet formula.
+            writer.writerow({k: ("'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@") else v)
+                             for k, v in row.items()})
+            if n % 200 == 0:
+                yield out.getvalue()
+                out.seek(0)
+                out.truncate()
+        yield out.getvalue()
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-results.csv"'
+    return response
 
 
 @require_POST

@@ -31,6 +31,7 @@ def pages(run: EvaluationRun) -> list[tuple[str, str, dict]]:
         ("post", reverse("evaluation:run_create"), {}),
         ("get", reverse("evaluation:run_detail", args=[run.pk]), {}),
         ("get", reverse("evaluation:run_status", args=[run.pk]), {}),
+        ("get", reverse("evaluation:run_results_csv", args=[run.pk]), {}),
         ("post", reverse("evaluation:run_cancel", args=[run.pk]), {}),
         ("post", reverse("evaluation:run_resume", args=[run.pk]), {}),
         ("post", reverse("evaluation:run_rejudge", args=[run.pk]), {"similarity": "lexical"}),
