@@ -210,8 +210,8 @@ def judge(expected: dict[str, Any], action: dict[str, Any], *, similarity: float
 # --------------------------------------------------------------------------- aggregation
 
 
-def _conversation_table(outcomes: Iterable[Outcome]) -> list[list[int]]:
-    """Per conversation: summed (num, den) per test metric, then (all correct, 1)."""
+def _conversation_rows(outcomes: Iterable[Outcome]) -> dict[Any, list[int]]:
+    """conversation id -> summed (num, den) per test metric, then (all correct, 1)."""
     keys = METRIC_KEYS[:-1]
     convs: dict[Any, list[int]] = {}
     for o in outcomes:
@@ -221,7 +221,11 @@ def _conversation_table(outcomes: Iterable[Outcome]) -> list[list[int]]:
             row[2 * i + 1] += den
         if not o.correct:
             row[-2] = 0
-    return list(convs.values())
+    return convs
+
+
+def _conversation_table(outcomes: Iterable[Outcome]) -> list[list[int]]:
+    return list(_conversation_rows(outcomes).values())
 
 
 def _metrics_from_rows(rows: list[list[int]]) -> dict[str, tuple[int, int]]:
@@ -270,6 +274,65 @@ def bootstrap_intervals(rows: list[list[int]], n: int, *, seed: int = 0,
     for key, values in samples.items():
         values.sort()
         out[key] = (_percentile(values, alpha), _percentile(values, 1 - alpha)) if values else (None, None)
+    return out
+
+
+@dataclass
+class Difference:
+    """Metric of run A minus the same metric of run B on the same conversations, with a paired
+    bootstrap percentile interval (both runs resampled with the same conversations)."""
+
+    key: str
+    label: str
+    diff: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    conversations: int = 0
+
+    @property
+    def significant(self) -> bool:
+        """The interval excludes zero."""
+        return self.ci_low is not None and self.ci_high is not None and (self.ci_low > 0 or self.ci_high < 0)
+
+
+def _ratio(columns: list[list[int]], i: int, idx) -> float | None:
+    den = sum(map(columns[2 * i + 1].__getitem__, idx))
+    return sum(map(columns[2 * i].__getitem__, idx)) / den if den else None
+
+
+def paired_differences(a: Iterable[Outcome], b: Iterable[Outcome], *, bootstrap: int = 1000, seed: int = 0,
+                       level: float = 0.95) -> dict[str, Difference]:
+    """A − B for each metric over the conversations both runs judged (two agents on one release).
+
+    Resampling whole conversations once for both runs keeps the pairing, so the interval reflects
+    how differently the two agents did on the same tests, not the spread of each alone."""
+    rows_a, rows_b = _conversation_rows(a), _conversation_rows(b)
+    shared = sorted(set(rows_a) & set(rows_b), key=str)
+    k = len(shared)
+    cols_a = [list(col) for col in zip(*(rows_a[c] for c in shared))] if k else []
+    cols_b = [list(col) for col in zip(*(rows_b[c] for c in shared))] if k else []
+    everything = range(k)
+    out: dict[str, Difference] = {}
+    for i, key in enumerate(METRIC_KEYS):
+        va = _ratio(cols_a, i, everything) if k else None
+        vb = _ratio(cols_b, i, everything) if k else None
+        out[key] = Difference(key, METRIC_LABELS[key], None if va is None or vb is None else va - vb,
+                              conversations=k)
+    if not (bootstrap and k):
+        return out
+    rng = random.Random(seed)
+    samples: dict[str, list[float]] = {key: [] for key in METRIC_KEYS}
+    for _ in range(bootstrap):
+        idx = rng.choices(everything, k=k)
+        for i, key in enumerate(METRIC_KEYS):
+            va, vb = _ratio(cols_a, i, idx), _ratio(cols_b, i, idx)
+            if va is not None and vb is not None:
+                samples[key].append(va - vb)
+    alpha = (1 - level) / 2
+    for key, values in samples.items():
+        if values and out[key].diff is not None:
+            values.sort()
+            out[key].ci_low, out[key].ci_high = _percentile(values, alpha), _percentile(values, 1 - alpha)
     return out
 
 

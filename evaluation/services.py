@@ -562,6 +562,25 @@ def runs_compare(runs: list[EvaluationRun]) -> list[dict[str, Any]]:
     return rows
 
 
+def runs_differences(runs: list[EvaluationRun], *, bootstrap: int = BOOTSTRAP_SAMPLES) -> list[dict[str, Any]]:
+    """Each run after the first against the first (the baseline): metric differences with paired
+    bootstrap intervals over the conversations, when both ran on the same release."""
+    if len(runs) < 2:
+        return []
+    base = runs[0]
+    base_outcomes = run_outcomes(base)
+    out = []
+    for run in runs[1:]:
+        if run.release_id != base.release_id:
+            out.append({"run": run, "differences": None,
+                        "why": f"another release ({run.release}); differences are paired on one release"})
+            continue
+        diffs = M.paired_differences(run_outcomes(run), base_outcomes, bootstrap=bootstrap,
+                                     seed=base.pk * 100_003 + run.pk)
+        out.append({"run": run, "differences": [diffs[k] for k in M.METRIC_KEYS], "why": ""})
+    return out
+
+
 def latest_runs_by_agent(release: Release) -> dict[int, EvaluationRun]:
     out: dict[int, EvaluationRun] = {}
     for run in (EvaluationRun.objects.filter(release=release, status=RunStatus.SUCCEEDED)

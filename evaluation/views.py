@@ -201,16 +201,19 @@ def agent_create(request: HttpRequest) -> HttpResponse:
 @role_required(RESEARCHER)
 def compare(request: HttpRequest) -> HttpResponse:
     form = CompareForm(request.GET or None)
-    rows, chart = [], None
+    rows, chart, differences = [], None, []
     if form.is_valid():
-        rows = services.runs_compare(list(form.cleaned_data["runs"].order_by("id")))
+        selected = list(form.cleaned_data["runs"].order_by("id"))
+        rows = services.runs_compare(selected)
+        differences = services.runs_differences(selected)
         series = [(f"#{r['run'].pk} {r['run'].agent.name}",
                    [r["metrics"][k].percent if k in r["metrics"] else None for k in M.METRIC_KEYS]) for r in rows]
         chart = charts.bar_chart([label for _, label in M.METRICS], series,
                                  title="Evaluation metrics by run (percent)")
     return render(request, "evaluation/compare.html", {
         "form": form, "rows": [(r, [r["metrics"].get(k) for k in M.METRIC_KEYS]) for r in rows],
-        "chart": chart, "metric_labels": M.METRICS,
+        "chart": chart, "metric_labels": M.METRICS, "differences": differences,
+        "baseline": rows[0]["run"] if rows else None,
         "runs": EvaluationRun.objects.select_related("agent", "release")[:200],
         "selected": set(request.GET.getlist("runs")),
     })

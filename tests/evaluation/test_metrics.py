@@ -114,3 +114,37 @@ def test_lexical_f1_is_a_symmetric_score(a, b):
     v = S.lexical_f1(a, b)
     assert 0.0 <= v <= 1.0 and math.isclose(v, S.lexical_f1(b, a))
     assert S.lexical_f1(a, a) == 1.0
+
+
+def _outcomes(correct_by_conv: dict[int, list[bool]]) -> list[M.Outcome]:
+    """API-call tests: correct ones call the right API with the right parameters."""
+    return [M.Outcome(conversation_id=c, expected_type="api_call", predicted_type="api_call", api_recalled=True,
+                      api_correct=ok, params_correct=ok, correct=ok)
+            for c, oks in correct_by_conv.items() for ok in oks]
+
+
+def test_paired_differences_by_hand():
+    a = _outcomes({1: [True, True], 2: [True, False], 3: [True, True], 4: [False, False]})
+    b = _outcomes({1: [True, False], 2: [False, False], 3: [True, True], 4: [False, False], 5: [True]})
+    d = M.paired_differences(a, b, bootstrap=500, seed=1)
+    # conversation 5 is only in B: dropped. Tests: A 5/8, B 3/8 -> +0.25; conversations: A 2/4, B 1/4.
+    assert d["test_correct"].conversations == 4
+    assert d["test_correct"].diff == pytest.approx(0.25) and d["conversation_correct"].diff == pytest.approx(0.25)
+    assert d["reply_recall"].diff is None and d["reply_recall"].ci_low is None  # no reply expected anywhere
+    # A is never worse than B on any conversation, so no resample can put A below B.
+    assert 0 <= d["test_correct"].ci_low <= 0.25 <= d["test_correct"].ci_high
+    assert d["api_recall"].diff == 0 and (d["api_recall"].ci_low, d["api_recall"].ci_high) == (0, 0)
+    assert not d["api_recall"].significant
+
+
+def test_paired_differences_extremes_and_symmetry():
+    right = _outcomes({c: [True, True] for c in range(6)})
+    wrong = _outcomes({c: [False, True] for c in range(6)})
+    d = M.paired_differences(right, wrong, bootstrap=200)
+    assert d["test_correct"].diff == 0.5 and (d["test_correct"].ci_low, d["test_correct"].ci_high) == (0.5, 0.5)
+    assert d["test_correct"].significant and d["conversation_correct"].diff == 1.0
+    back = M.paired_differences(wrong, right, bootstrap=200)
+    assert back["test_correct"].diff == -0.5 and back["test_correct"].significant
+    same = M.paired_differences(right, right, bootstrap=200)
+    assert all(x.diff == 0 and not x.significant for x in same.values() if x.diff is not None)
+    assert M.paired_differences([], right)["test_correct"].conversations == 0

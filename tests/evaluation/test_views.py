@@ -1,6 +1,8 @@
 """Every evaluation page: happy path, wrong role (403), anonymous (login redirect), wrong method."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -119,6 +121,22 @@ def test_compare_pages_render_charts_with_escaped_text(client, researcher, db):
     html = response.content.decode()
     assert response.status_code == 200 and html.count("<svg") == 1 and "<rect" in html
     assert "Correct API parameters" in html
+    # Differences against the first run (gold): paired on the same release; refused, with the
+    # reason, on another release.
+    gold_cur, gold_auto, reply_cur = runs[0], runs[1], runs[2]
+    response = client.get(reverse("evaluation:compare"), {"runs": [gold_cur.pk, gold_auto.pk, reply_cur.pk]})
+    html = response.content.decode()
+    assert f"Differences against run #{gold_cur.pk}" in html
+    assert "another release" in html
+    row = html.split(f'runs/{reply_cur.pk}/"')[-1].split("</tr>")[0]
+    cells = re.findall(r"<td[^>]*>.*?</td>", row)
+    # reply recall: both reply everywhere a reply is expected (0.0, not significant); correct reply,
+    # API recall, test and conversation correctness: always reply loses everything (-100.0, an
+    # interval of one point since every conversation differs the same way); correct API / params:
+    # always reply never calls an API, so they are undefined (–).
+    assert cells[0] == "<td>0.0<br><small>[0.0, 0.0]</small></td>"
+    assert cells[5] == '<td class="significant"><strong>-100.0</strong><br><small>[-100.0, -100.0]</small></td>'
+    assert cells[3] == cells[4] == "<td>–</td>" and len(cells) == 7
     response = client.get(reverse("evaluation:datasets"), {"release_a": curated.pk, "release_b": automatic.pk,
                                                           "metric": "test_correct"})
     html = response.content.decode()
