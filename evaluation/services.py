@@ -96,6 +96,42 @@ def agent_api_key(agent: Agent) -> str | None:
     return os.environ.get(name, "")
 
 
+# A one-test probe of an agent: a greeting that the A.8 prompt should answer with a reply.
+CHECK_TEST: dict[str, Any] = {
+    "procedure": "Greet the customer, then ask for the order id before looking the order up.",
+    "apis": [{"name": "get_order_details", "desc": "Look an order up by its id.",
+              "params": [{"name": "order_id", "type": "int", "required": True}],
+              "output": {"name": "order", "type": "dict"}}],
+    "context": [{"role": "user", "content": "Hello, my order has not arrived."}],
+    "expected": {"type": "reply", "content": "Could you give me your order id?"},
+}
+
+
+def agent_check(agent: Agent) -> tuple[bool, str]:
+    """Send the agent one probe test through the same prompt, mode and parser as a run and say
+    what came back: (ok, message). The call is logged like any other (stage "evaluation")."""
+    from generation.llm import LLMFailed, LLMUnavailable
+
+    if agent.is_reference:
+        return True, f"{agent.name} is a built-in reference agent: it needs no endpoint."
+    try:
+        answer = agent_answer(agent, CHECK_TEST, key=f"check:agent{agent.pk}:{timezone.now().isoformat()}")
+    except LLMUnavailable as exc:
+        return False, f"{agent.name}: {exc}"
+    except LLMFailed as exc:
+        return False, f"{agent.name}: the endpoint failed after retries: {exc}"
+    kind = answer.action.get("type")
+    if kind == M.REPLY:
+        said = str(answer.action.get("content", ""))
+        return True, (f"{agent.name} answered in {answer.latency_ms} ms with a reply: "
+                      f"“{said[:200]}{'…' if len(said) > 200 else ''}”")
+    if kind == M.API_CALL:
+        return True, (f"{agent.name} answered in {answer.latency_ms} ms with a call to {answer.action.get('name')} "
+                      f"(a reply asking for the order id was expected, but the format is understood)")
+    return False, (f"{agent.name} answered in {answer.latency_ms} ms, but the answer could not be parsed: "
+                   f"{answer.action.get('reason', 'unknown format')}")
+
+
 # --------------------------------------------------------------------------- runs
 
 

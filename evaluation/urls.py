@@ -14,6 +14,7 @@ urlpatterns = [
     path("runs/<int:run_id>/rejudge", views.run_rejudge, name="run_rejudge"),
     path("agents/", views.agents, name="agents"),
     path("agents/new", views.agent_create, name="agent_create"),
+    path("agents/<int:agent_id>/check", views.agent_check, name="agent_check"),
     path("compare/", views.compare, name="compare"),
     path("datasets/", views.datasets, name="datasets"),
 ]

@@ -197,6 +197,15 @@ def agent_create(request: HttpRequest) -> HttpResponse:
     return redirect("evaluation:agents")
 
 
+@require_POST
+@role_required(RESEARCHER)
+def agent_check(request: HttpRequest, agent_id: int) -> HttpResponse:
+    agent = get_object_or_404(Agent, pk=agent_id)
+    ok, message = services.agent_check(agent)
+    (messages.success if ok else messages.error)(request, message)
+    return redirect("evaluation:agents")
+
+
 @require_GET
 @role_required(RESEARCHER)
 def compare(request: HttpRequest) -> HttpResponse:

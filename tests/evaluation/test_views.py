@@ -39,6 +39,7 @@ def pages(run: EvaluationRun) -> list[tuple[str, str, dict]]:
         ("post", reverse("evaluation:run_rejudge", args=[run.pk]), {"similarity": "lexical"}),
         ("get", reverse("evaluation:agents"), {}),
         ("post", reverse("evaluation:agent_create"), {}),
+        ("post", reverse("evaluation:agent_check", args=[run.agent.pk]), {}),
         ("get", reverse("evaluation:compare"), {}),
         ("get", reverse("evaluation:datasets"), {}),
     ]
