@@ -172,3 +172,85 @@ class TestResult(models.Model):
                                    name="testresult_correct_needs_a_correct_part"),
         ]
         indexes = [models.Index(fields=["run", "state"])]
+
+
+class SessionRun(models.Model):
+    """An agent talking with a simulated user, one session per conversation of a release, judged
+    by an LLM (FlowBench's simulated session-level evaluation)."""
+
+    Status = RunStatus
+
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="session_runs")
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="session_runs")
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    max_turns = models.PositiveSmallIntegerField(default=15, help_text="user turns before a session counts as failed")
+    user_model = models.CharField(max_length=200, blank=True, help_text="Empty: LLM_MODEL")
+    judge_model = models.CharField(max_length=200, blank=True, help_text="Empty: LLM_MODEL")
+    concurrency = models.PositiveSmallIntegerField(default=4)
+    metrics = models.JSONField(default=dict, blank=True)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="sessionrun_status_valid"),
+            models.CheckConstraint(condition=Q(concurrency__gte=1), name="sessionrun_concurrency_positive"),
+            models.CheckConstraint(condition=Q(max_turns__gte=1) & Q(max_turns__lte=50), name="sessionrun_max_turns_range"),
+            models.CheckConstraint(condition=Q(done__lte=models.F("total")), name="sessionrun_done_le_total"),
+        ]
+
+    def __str__(self) -> str:
+        return f"sessions #{self.pk} {self.agent} on {self.release}"
+
+    def can_move_to(self, status: str) -> bool:
+        return status in RUN_TRANSITIONS.get(self.status, set())
+
+    def check_transition(self, status: str) -> None:
+        if not self.can_move_to(status):
+            raise IllegalRunTransition(f"session run {self.pk}: {self.status} -> {status} is not allowed")
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
+
+
+class SessionResult(models.Model):
+    """One simulated session: created pending; a lane claims it with a conditional update."""
+
+    State = ResultState
+
+    run = models.ForeignKey(SessionRun, on_delete=models.CASCADE, related_name="results")
+    conversation_id = models.PositiveIntegerField()
+    task = models.JSONField(default=dict, blank=True)
+    transcript = models.JSONField(default=list, blank=True)
+    predicted_calls = models.JSONField(default=list, blank=True)
+    success = models.BooleanField(default=False)
+    total_goals = models.PositiveSmallIntegerField(default=0)
+    accomplished = models.PositiveSmallIntegerField(default=0)
+    turns = models.PositiveSmallIntegerField(default=0)
+    tools = models.JSONField(default=dict, blank=True)
+    ended_by = models.CharField(max_length=200, blank=True)
+    judge_reason = models.TextField(blank=True)
+    judge_raw = models.TextField(blank=True)
+    notes = models.JSONField(default=list, blank=True, help_text="unparseable agent answers, with reasons")
+    error = models.TextField(blank=True)
+    state = models.CharField(max_length=16, choices=ResultState.choices, default=ResultState.PENDING)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["conversation_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "conversation_id"], name="sessionresult_unique_run_conversation"),
+            models.CheckConstraint(condition=Q(state__in=ResultState.values), name="sessionresult_state_valid"),
+            models.CheckConstraint(condition=Q(accomplished__lte=models.F("total_goals")),
+                                   name="sessionresult_accomplished_le_goals"),
+        ]
+        indexes = [models.Index(fields=["run", "state"])]

@@ -202,9 +202,10 @@ def run_cancel(*, run: EvaluationRun) -> EvaluationRun:
     return run
 
 
-def stale_before() -> Any:
-    """A claim older than this belongs to a lane that died (a whole call with all retries is shorter)."""
-    budget = settings.OPENAI_TIMEOUT * (settings.LLM_MAX_RETRIES + 1) + 120
+def stale_before(calls: int = 1) -> Any:
+    """A claim older than this belongs to a lane that died (`calls` whole calls with all their
+    retries take less)."""
+    budget = settings.OPENAI_TIMEOUT * (settings.LLM_MAX_RETRIES + 1) * calls + 120
     return timezone.now() - timedelta(seconds=budget)
 
 

@@ -18,3 +18,12 @@ def evaluate_lane(run_id: int) -> None:
     test; a test claimed by the dead lane is picked up again by `run_resume` once its claim is stale.
     """
     services.run_lane(run_id=run_id)
+
+
+@shared_task(ignore_result=True)
+def session_lane(run_id: int) -> None:
+    """One lane of a session run: claim a pending session, simulate and judge it, store it; repeat.
+    Idempotent like evaluate_lane (a redelivered lane claims the next pending session)."""
+    from evaluation import session_services
+
+    session_services.session_run_lane(run_id=run_id)
