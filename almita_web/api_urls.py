@@ -35,6 +35,7 @@ router.register("reviews", curation_api.ReviewViewSet, basename="review")
 router.register("releases", curation_api.ReleaseViewSet, basename="release")
 router.register("evaluation-runs", evaluation_api.EvaluationRunViewSet, basename="evaluationrun")
 router.register("agents", evaluation_api.AgentViewSet, basename="agent")
+router.register("session-runs", evaluation_api.SessionRunViewSet, basename="sessionrun")
 
 urlpatterns = [
     path("auth/token/", obtain_auth_token, name="token"),

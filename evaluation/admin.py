@@ -21,3 +21,15 @@ class TestResultAdmin(RoleModelAdmin):
     list_display = ("run", "entry", "state", "predicted_type", "correct", "similarity", "error")
     list_filter = ("state", "correct", "predicted_type", "run")
     raw_id_fields = ("entry", "llm_call")
+
+
+@admin.register(m.SessionRun, site=site)
+class SessionRunAdmin(RoleModelAdmin):
+    list_display = ("id", "agent", "release", "status", "max_turns", "done", "total", "created_at")
+    list_filter = ("status", "agent", "release")
+
+
+@admin.register(m.SessionResult, site=site)
+class SessionResultAdmin(RoleModelAdmin):
+    list_display = ("run", "conversation_id", "state", "success", "accomplished", "total_goals", "turns", "ended_by")
+    list_filter = ("state", "success", "run")

@@ -12,7 +12,8 @@ from almita_web.roles import ADMIN, RESEARCHER
 from curation.models import Release
 from evaluation import services
 from evaluation import similarity as S
-from evaluation.models import Agent, EvaluationRun, IllegalRunTransition
+from evaluation import session_services as SV
+from evaluation.models import Agent, AgentMode, EvaluationRun, IllegalRunTransition, SessionRun
 
 
 class AgentSerializer(serializers.ModelSerializer):
@@ -117,3 +118,68 @@ class AgentViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         services.reference_agents_ensure()
         return Agent.objects.order_by("name")
+
+
+class SessionRunSerializer(serializers.ModelSerializer):
+    agent = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = SessionRun
+        fields = ["id", "agent", "release", "status", "max_turns", "user_model", "judge_model", "concurrency",
+                  "metrics", "total", "done", "error", "created_by", "created_at", "started_at", "finished_at"]
+
+
+class SessionLaunchSerializer(serializers.Serializer):
+    agent = serializers.PrimaryKeyRelatedField(queryset=Agent.objects.filter(mode__in=[AgentMode.PROMPT,
+                                                                                        AgentMode.FUNCTIONS]))
+    release = serializers.PrimaryKeyRelatedField(queryset=Release.objects.all())
+    max_turns = serializers.IntegerField(min_value=1, max_value=50, default=15)
+    limit = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
+    concurrency = serializers.IntegerField(min_value=1, max_value=64, required=False, allow_null=True, default=None)
+    user_model = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    judge_model = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
+SESSION_FILTERS = {"release": ("release_id", "int"), "status": ("status", "str"), "agent": ("agent_id", "int")}
+
+
+@extend_schema_view(list=extend_schema(parameters=filter_parameters(SESSION_FILTERS)))
+class SessionRunViewSet(FilterMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Session runs (FlowBench's simulated sessions) with their metrics. POST starts one."""
+
+    permission_classes = [role_permission(RESEARCHER, ADMIN)]
+    serializer_class = SessionRunSerializer
+    pagination_class = Pagination
+    filters = SESSION_FILTERS
+
+    def get_queryset(self):
+        return SessionRun.objects.select_related("agent", "created_by").order_by("-created_at", "-id")
+
+    @extend_schema(request=SessionLaunchSerializer, responses={201: SessionRunSerializer})
+    def create(self, request, *args, **kwargs):
+        data = SessionLaunchSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            run = SV.session_run_create(created_by=request.user, **data.validated_data)
+        except services.EvaluationError as exc:
+            return _refused(exc)
+        return Response(SessionRunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: SessionRunSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        try:
+            run = SV.session_run_cancel(run=self.get_object())
+        except IllegalRunTransition as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(SessionRunSerializer(run).data)
+
+    @extend_schema(request=None, responses={200: SessionRunSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        try:
+            run, _lanes = SV.session_run_resume(run=self.get_object())
+        except IllegalRunTransition as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(SessionRunSerializer(run).data)

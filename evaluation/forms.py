@@ -71,3 +71,19 @@ class DatasetCompareForm(forms.Form):
     release_a = forms.ModelChoiceField(queryset=Release.objects.all(), label="Release on the x axis")
     release_b = forms.ModelChoiceField(queryset=Release.objects.all(), label="Release on the y axis")
     metric = forms.ChoiceField(choices=METRICS, initial="test_correct")
+
+
+class SessionRunForm(forms.Form):
+    agent = forms.ModelChoiceField(queryset=Agent.objects.filter(mode__in=[AgentMode.PROMPT, AgentMode.FUNCTIONS]),
+                                   help_text="An LLM agent: reference agents answer single tests only")
+    release = forms.ModelChoiceField(queryset=Release.objects.all())
+    max_turns = forms.IntegerField(min_value=1, max_value=50, initial=15,
+                                   help_text="User turns before a session counts as failed (FlowBench: 15)")
+    limit = forms.IntegerField(min_value=1, required=False, label="Conversations",
+                               help_text="The first N conversations of the release. Empty: all")
+    concurrency = forms.IntegerField(min_value=1, max_value=64, required=False,
+                                     help_text="Sessions in flight at once. Empty: LLM_MAX_CONCURRENCY")
+    user_model = forms.CharField(max_length=200, required=False, label="Simulated user model",
+                                 help_text="Empty: EVALUATION_MODEL")
+    judge_model = forms.CharField(max_length=200, required=False, label="Judge model",
+                                  help_text="Empty: EVALUATION_MODEL")

@@ -22,7 +22,7 @@ from django.utils import timezone
 from curation.models import Release, ReleaseTest
 from evaluation import metrics as M
 from evaluation import sessions as SS
-from evaluation.models import Agent, IllegalRunTransition, ResultState, RunStatus, SessionResult, SessionRun
+from evaluation.models import Agent, ResultState, RunStatus, SessionResult, SessionRun
 from evaluation.services import BOOTSTRAP_SAMPLES, EvaluationError, agent_answer, stale_before
 
 USER_STAGE = "session-user"
@@ -324,6 +324,3 @@ def session_current_report(run: SessionRun) -> dict[str, Any]:
         return run.metrics
     return session_report(run, bootstrap=0)
 
-
-__all__ = ["IllegalRunTransition", "session_run_create", "session_run_cancel", "session_run_resume",
-           "session_run_execute_inline", "session_current_report", "simulate_session"]

@@ -16,5 +16,11 @@ urlpatterns = [
     path("agents/new", views.agent_create, name="agent_create"),
     path("agents/<int:agent_id>/check", views.agent_check, name="agent_check"),
     path("compare/", views.compare, name="compare"),
+    path("sessions/", views.sessions, name="sessions"),
+    path("sessions/new", views.session_create, name="session_create"),
+    path("sessions/<int:run_id>/", views.session_detail, name="session_detail"),
+    path("sessions/<int:run_id>/status", views.session_status, name="session_status"),
+    path("sessions/<int:run_id>/cancel", views.session_cancel, name="session_cancel"),
+    path("sessions/<int:run_id>/resume", views.session_resume, name="session_resume"),
     path("datasets/", views.datasets, name="datasets"),
 ]

@@ -6,16 +6,18 @@ import io
 
 from django.contrib import messages
 from django.core.paginator import Paginator
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from almita_web.roles import RESEARCHER, role_required
-from evaluation import charts, services
+from evaluation import charts, services, session_services
 from evaluation import metrics as M
+from evaluation import sessions as SS
 from evaluation import similarity as S
-from evaluation.forms import AgentForm, CompareForm, DatasetCompareForm, RejudgeForm, RunForm
-from evaluation.models import Agent, EvaluationRun, IllegalRunTransition, ResultState
+from evaluation.forms import AgentForm, CompareForm, DatasetCompareForm, RejudgeForm, RunForm, SessionRunForm
+from evaluation.models import Agent, EvaluationRun, IllegalRunTransition, ResultState, SessionRun
 
 
 def _metric_rows(report: dict) -> list[M.Metric]:
@@ -240,3 +242,98 @@ def datasets(request: HttpRequest) -> HttpResponse:
                                y_label=f"{result['metric_label']} @ {b}",
                                title=f"{result['metric_label']}: {a} vs {b}")
     return render(request, "evaluation/datasets.html", {"form": form, "result": result, "chart": chart})
+
+
+# --------------------------------------------------------------------------- session runs
+
+
+def _session_status_context(run: SessionRun) -> dict:
+    counts = dict(run.results.values_list("state").annotate(n=Count("id")).values_list("state", "n"))
+    return {"run": run, "progress": {state: counts.get(state, 0) for state in ResultState.values} | {"total": run.total}}
+
+
+@require_GET
+@role_required(RESEARCHER)
+def sessions(request: HttpRequest) -> HttpResponse:
+    runs = SessionRun.objects.select_related("agent", "release").annotate(
+        evaluated=Count("results", filter=Q(results__state=ResultState.DONE)))[:200]
+    return render(request, "evaluation/sessions.html", {"runs": runs, "form": SessionRunForm(),
+                                                        "metric_labels": SS.SESSION_METRICS})
+
+
+@require_POST
+@role_required(RESEARCHER)
+def session_create(request: HttpRequest) -> HttpResponse:
+    form = SessionRunForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "The session run could not be created: " + "; ".join(
+            f"{field}: {' '.join(errs)}" for field, errs in form.errors.items()))
+        return redirect("evaluation:sessions")
+    try:
+        run = session_services.session_run_create(created_by=request.user, **form.cleaned_data)
+    except services.EvaluationError as exc:
+        messages.error(request, str(exc))
+        return redirect("evaluation:sessions")
+    messages.success(request, f"Session run #{run.pk} queued: {run.total} conversations.")
+    return redirect("evaluation:session_detail", run_id=run.pk)
+
+
+@require_GET
+@role_required(RESEARCHER)
+def session_status(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(SessionRun.objects.select_related("agent", "release"), pk=run_id)
+    return render(request, "evaluation/_session_status.html", _session_status_context(run))
+
+
+@require_GET
+@role_required(RESEARCHER)
+def session_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(SessionRun.objects.select_related("agent", "release"), pk=run_id)
+    report = session_services.session_current_report(run)
+    metrics = report.get("metrics") or {}
+    page = Paginator(run.results.order_by("conversation_id"), 25).get_page(request.GET.get("page"))
+    return render(request, "evaluation/session_detail.html", {
+        **_session_status_context(run), "report": report, "cells": _session_cells(metrics), "page": page,
+        "metric_labels": SS.SESSION_METRICS,
+    })
+
+
+def _session_cells(metrics: dict) -> list[dict]:
+    """Display strings per session metric: percent (mean turns as a number), counts, interval."""
+    cells = []
+    for key, label in SS.SESSION_METRICS:
+        m = metrics.get(key) or {}
+
+        def show(v):
+            if v is None:
+                return "–"
+            return f"{v:.2f}" if key == "avg_turns" else f"{100 * v:.1f}"
+
+        nd = f"{m['numerator']}/{m['denominator']}" if "numerator" in m else ""
+        ci = f"[{show(m['ci_low'])}, {show(m['ci_high'])}]" if m.get("ci_low") is not None else ""
+        cells.append({"label": label, "value": show(m.get("value")), "nd": nd, "ci": ci})
+    return cells
+
+
+@require_POST
+@role_required(RESEARCHER)
+def session_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(SessionRun, pk=run_id)
+    try:
+        session_services.session_run_cancel(run=run)
+        messages.success(request, f"Session run #{run.pk} cancelled.")
+    except IllegalRunTransition as exc:
+        messages.error(request, str(exc))
+    return redirect("evaluation:session_detail", run_id=run.pk)
+
+
+@require_POST
+@role_required(RESEARCHER)
+def session_resume(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(SessionRun, pk=run_id)
+    try:
+        session_services.session_run_resume(run=run)
+        messages.success(request, f"Session run #{run.pk} resumed.")
+    except IllegalRunTransition as exc:
+        messages.error(request, str(exc))
+    return redirect("evaluation:session_detail", run_id=run.pk)

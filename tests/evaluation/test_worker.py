@@ -40,3 +40,32 @@ def test_evaluate_wait_through_the_worker_gives_the_hand_computed_metrics(celery
         assert again.status == RunStatus.SUCCEEDED, again.error
         assert {k: (v["numerator"], v["denominator"]) for k, v in again.metrics["metrics"].items()} == EXPECTED
         assert fake.request_count == 10 and again.threshold == 0.99
+
+
+
+@pytest.mark.worker
+@pytest.mark.slow
+def test_session_run_through_the_worker(celery_worker_factory, settings, capsys):
+    """Session lanes on a real Celery worker: the fake server plays user, agent and judge."""
+    from evaluation.models import SessionRun
+    from tests.evaluation.test_sessions import make_release as make_session_release
+    from tests.evaluation.test_sessions import scripted
+
+    with FakeOpenAI(scripted(), max_concurrency=4) as fake:
+        env = point_settings_at(settings, fake)
+        worker = celery_worker_factory(extra_env=env, concurrency=2)
+        make_session_release()
+        services.agent_create(name="scripted", mode=AgentMode.PROMPT, model="fake-model")
+        try:
+            call_command("evaluate_sessions", "--release", "sessions", "--agent", "scripted", "--wait",
+                         "--concurrency", "2", "--timeout", "90")
+        except BaseException:
+            print(worker.log()[-4000:])
+            raise
+        run = SessionRun.objects.get()
+        assert run.status == RunStatus.SUCCEEDED, run.error
+        m = run.metrics["metrics"]
+        assert (m["success_rate"]["numerator"], m["success_rate"]["denominator"]) == (1, 2)
+        assert (m["tool_recall"]["numerator"], m["tool_recall"]["denominator"]) == (2, 3)
+        assert run.results.count() == 2 and fake.request_count == 16  # 7 agent + 6 user + 3 judge calls
+        assert "Task progress" in capsys.readouterr().out
