@@ -76,15 +76,14 @@ class IllegalRunTransition(ValueError):
     pass
 
 
-class EvaluationRun(models.Model):
+class RunBase(models.Model):
+    """What turn-level and session runs share: the status machine, progress counters, the report
+    (`metrics`) and who started it when."""
+
     Status = RunStatus
 
-    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="runs")
-    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="runs")
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
-    similarity = models.CharField(max_length=32, default="lexical", help_text="bertscore or lexical")
-    threshold = models.FloatField(default=0.55)
-    # How many tests are in flight at once for this run (each lane is a chain of one-test tasks).
+    # How many tests or sessions are in flight at once (each lane is one Celery task looping).
     concurrency = models.PositiveSmallIntegerField(default=4)
     metrics = models.JSONField(default=dict, blank=True)
     total = models.PositiveIntegerField(default=0)
@@ -94,6 +93,27 @@ class EvaluationRun(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    def can_move_to(self, status: str) -> bool:
+        return status in RUN_TRANSITIONS.get(self.status, set())
+
+    def check_transition(self, status: str) -> None:
+        if not self.can_move_to(status):
+            raise IllegalRunTransition(f"{self._meta.verbose_name} {self.pk}: {self.status} -> {status} is not allowed")
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
+
+
+class EvaluationRun(RunBase):
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="runs")
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="runs")
+    similarity = models.CharField(max_length=32, default="lexical", help_text="bertscore or lexical")
+    threshold = models.FloatField(default=0.55)
     # A re-judged run copies another run's stored answers and scores them again (another
     # similarity or threshold) without asking the agent; its results are judged in batches.
     rejudged_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT,
@@ -110,17 +130,6 @@ class EvaluationRun(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.agent} on {self.release}"
-
-    def can_move_to(self, status: str) -> bool:
-        return status in RUN_TRANSITIONS.get(self.status, set())
-
-    def check_transition(self, status: str) -> None:
-        if not self.can_move_to(status):
-            raise IllegalRunTransition(f"run {self.pk}: {self.status} -> {status} is not allowed")
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
 
     @property
     def is_rejudgement(self) -> bool:
@@ -174,27 +183,15 @@ class TestResult(models.Model):
         indexes = [models.Index(fields=["run", "state"])]
 
 
-class SessionRun(models.Model):
+class SessionRun(RunBase):
     """An agent talking with a simulated user, one session per conversation of a release, judged
     by an LLM (FlowBench's simulated session-level evaluation)."""
 
-    Status = RunStatus
-
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="session_runs")
     release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="session_runs")
-    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
     max_turns = models.PositiveSmallIntegerField(default=15, help_text="user turns before a session counts as failed")
-    user_model = models.CharField(max_length=200, blank=True, help_text="Empty: LLM_MODEL")
-    judge_model = models.CharField(max_length=200, blank=True, help_text="Empty: LLM_MODEL")
-    concurrency = models.PositiveSmallIntegerField(default=4)
-    metrics = models.JSONField(default=dict, blank=True)
-    total = models.PositiveIntegerField(default=0)
-    done = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    user_model = models.CharField(max_length=200, blank=True, help_text="Empty: EVALUATION_MODEL")
+    judge_model = models.CharField(max_length=200, blank=True, help_text="Empty: EVALUATION_MODEL")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -207,17 +204,6 @@ class SessionRun(models.Model):
 
     def __str__(self) -> str:
         return f"sessions #{self.pk} {self.agent} on {self.release}"
-
-    def can_move_to(self, status: str) -> bool:
-        return status in RUN_TRANSITIONS.get(self.status, set())
-
-    def check_transition(self, status: str) -> None:
-        if not self.can_move_to(status):
-            raise IllegalRunTransition(f"session run {self.pk}: {self.status} -> {status} is not allowed")
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
 
 
 class SessionResult(models.Model):

@@ -160,46 +160,65 @@ def run_create(*, agent: Agent, release: Release, created_by=None, similarity: s
     return run
 
 
-def _lanes_to_dispatch(run: EvaluationRun) -> int:
+# Run lifecycle, shared by turn-level runs (TestResult rows, one per test) and session runs
+# (SessionResult rows, one per conversation): both have `results` with a `state` column.
+
+
+def lanes_to_dispatch(run) -> int:
     pending = run.results.filter(state=ResultState.PENDING).count()
     return max(1, min(run.concurrency, pending)) if pending else 1
+
+
+def dispatch_lanes(task, run_id: int, lanes: int) -> None:
+    """Enqueue `lanes` copies of the Celery lane task once the transaction commits."""
+
+    def send() -> None:
+        for _ in range(lanes):
+            task.delay(run_id)
+
+    transaction.on_commit(send)
 
 
 def _dispatch(run_id: int, lanes: int) -> None:
     from evaluation.tasks import evaluate_lane
 
-    def send() -> None:
-        for _ in range(lanes):
-            evaluate_lane.delay(run_id)
-
-    transaction.on_commit(send)
+    dispatch_lanes(evaluate_lane, run_id, lanes)
 
 
-@transaction.atomic
-def run_start(*, run_id: int, dispatch: bool = True) -> int:
-    """queued -> running; enqueue the lanes after commit. Returns the number of lanes."""
-    run = EvaluationRun.objects.select_for_update().get(pk=run_id)
+def start_run(model, run_id: int, dispatch_fn) -> int:
+    """queued -> running; `dispatch_fn(run_id, lanes)` after commit. Returns the number of lanes."""
+    run = model.objects.select_for_update().get(pk=run_id)
     if run.status != RunStatus.QUEUED:
         return 0  # already started: its lanes are out
     run.check_transition(RunStatus.RUNNING)
     run.status = RunStatus.RUNNING
     run.started_at = timezone.now()
     run.save(update_fields=["status", "started_at"])
-    lanes = _lanes_to_dispatch(run)
-    if dispatch:
-        _dispatch(run.pk, lanes)
+    lanes = lanes_to_dispatch(run)
+    if dispatch_fn:
+        dispatch_fn(run.pk, lanes)
     return lanes
 
 
 @transaction.atomic
-def run_cancel(*, run: EvaluationRun) -> EvaluationRun:
-    run = EvaluationRun.objects.select_for_update().get(pk=run.pk)
+def run_start(*, run_id: int, dispatch: bool = True) -> int:
+    """queued -> running; enqueue the lanes after commit. Returns the number of lanes."""
+    return start_run(EvaluationRun, run_id, _dispatch if dispatch else None)
+
+
+def cancel_run(run):
+    run = type(run).objects.select_for_update().get(pk=run.pk)
     run.check_transition(RunStatus.CANCELLED)
     run.status = RunStatus.CANCELLED
     run.finished_at = timezone.now()
     run.done = run.results.filter(state=ResultState.DONE).count()
     run.save(update_fields=["status", "finished_at", "done"])
     return run
+
+
+@transaction.atomic
+def run_cancel(*, run: EvaluationRun) -> EvaluationRun:
+    return cancel_run(run)
 
 
 def stale_before(calls: int = 1) -> Any:
@@ -209,42 +228,55 @@ def stale_before(calls: int = 1) -> Any:
     return timezone.now() - timedelta(seconds=budget)
 
 
-@transaction.atomic
-def run_resume(*, run: EvaluationRun, dispatch: bool = True) -> tuple[EvaluationRun, int]:
-    """Failed or cancelled: retry unfinished and failed tests. Running: pick up tests whose lane
-    died (stale claims). Returns (run, lanes dispatched)."""
-    run = EvaluationRun.objects.select_for_update().get(pk=run.pk)
+def resume_run(run, *, stale_calls: int, dispatch_fn) -> tuple[Any, int]:
+    """Failed or cancelled: retry unfinished and failed items. Running: pick up items whose lane
+    died (claims older than `stale_calls` calls). Returns (run, lanes dispatched)."""
+    run = type(run).objects.select_for_update().get(pk=run.pk)
     if run.status == RunStatus.RUNNING:
-        TestResult.objects.filter(run=run, state=ResultState.RUNNING, claimed_at__lt=stale_before()).update(
+        run.results.filter(state=ResultState.RUNNING, claimed_at__lt=stale_before(stale_calls)).update(
             state=ResultState.PENDING, claimed_at=None)
     else:
         run.check_transition(RunStatus.RUNNING)
-        TestResult.objects.filter(run=run, state__in=[ResultState.RUNNING, ResultState.FAILED]).update(
+        run.results.filter(state__in=[ResultState.RUNNING, ResultState.FAILED]).update(
             state=ResultState.PENDING, claimed_at=None)
         run.status = RunStatus.RUNNING
         run.error = ""
         run.finished_at = None
         run.started_at = run.started_at or timezone.now()
         run.save(update_fields=["status", "error", "finished_at", "started_at"])
-    lanes = _lanes_to_dispatch(run)
-    if dispatch:
-        _dispatch(run.pk, lanes)
+    lanes = lanes_to_dispatch(run)
+    if dispatch_fn:
+        dispatch_fn(run.pk, lanes)
     return run, lanes
 
 
-def _claim(run_id: int) -> TestResult | None | bool:
-    """Claim one pending result. None: nothing pending. False: lost every race; try again later."""
+@transaction.atomic
+def run_resume(*, run: EvaluationRun, dispatch: bool = True) -> tuple[EvaluationRun, int]:
+    """Failed or cancelled: retry unfinished and failed tests. Running: pick up tests whose lane
+    died (stale claims). Returns (run, lanes dispatched)."""
+    return resume_run(run, stale_calls=1, dispatch_fn=_dispatch if dispatch else None)
+
+
+def claim_pending(model, run_id: int):
+    """Claim one pending result row of `model`. None: nothing pending. False: lost every race."""
     for _ in range(20):
-        candidates = list(TestResult.objects.filter(run_id=run_id, state=ResultState.PENDING)
+        candidates = list(model.objects.filter(run_id=run_id, state=ResultState.PENDING)
                           .order_by("id").values_list("pk", flat=True)[:8])
         if not candidates:
             return None
         pk = random.choice(candidates)  # spread concurrent lanes over different rows
-        won = TestResult.objects.filter(pk=pk, state=ResultState.PENDING).update(
+        won = model.objects.filter(pk=pk, state=ResultState.PENDING).update(
             state=ResultState.RUNNING, claimed_at=timezone.now(), attempts=F("attempts") + 1)
         if won == 1:
-            return TestResult.objects.select_related("entry").get(pk=pk)
+            return model.objects.get(pk=pk)
     return False
+
+
+def _claim(run_id: int) -> TestResult | None | bool:
+    claimed = claim_pending(TestResult, run_id)
+    if claimed:
+        claimed = TestResult.objects.select_related("entry").get(pk=claimed.pk)
+    return claimed
 
 
 @dataclass
@@ -375,15 +407,19 @@ def run_step(*, run_id: int, run: EvaluationRun | None = None) -> bool:
     return True
 
 
-@transaction.atomic
-def run_fail(*, run_id: int, error: str) -> None:
-    run = EvaluationRun.objects.select_for_update().get(pk=run_id)
+def fail_run(model, run_id: int, error: str) -> None:
+    run = model.objects.select_for_update().get(pk=run_id)
     if run.can_move_to(RunStatus.FAILED):
         run.status = RunStatus.FAILED
         run.error = error[:4000]
         run.finished_at = timezone.now()
         run.done = run.results.filter(state=ResultState.DONE).count()
         run.save(update_fields=["status", "error", "finished_at", "done"])
+
+
+@transaction.atomic
+def run_fail(*, run_id: int, error: str) -> None:
+    fail_run(EvaluationRun, run_id, error)
 
 
 def run_finish_if_done(*, run_id: int) -> bool:

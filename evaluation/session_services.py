@@ -11,19 +11,28 @@ uses its own, as in a turn-level run.
 from __future__ import annotations
 
 import json
-import random
 from collections import Counter
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import Count
 from django.utils import timezone
 
 from curation.models import Release, ReleaseTest
 from evaluation import metrics as M
 from evaluation import sessions as SS
 from evaluation.models import Agent, ResultState, RunStatus, SessionResult, SessionRun
-from evaluation.services import BOOTSTRAP_SAMPLES, EvaluationError, agent_answer, stale_before
+from evaluation.services import (
+    BOOTSTRAP_SAMPLES,
+    EvaluationError,
+    agent_answer,
+    cancel_run,
+    claim_pending,
+    dispatch_lanes,
+    fail_run,
+    resume_run,
+    start_run,
+)
 
 USER_STAGE = "session-user"
 JUDGE_STAGE = "session-judge"
@@ -78,83 +87,32 @@ def session_run_create(*, agent: Agent, release: Release, created_by=None, max_t
     return run
 
 
-def _lanes(run: SessionRun) -> int:
-    pending = run.results.filter(state=ResultState.PENDING).count()
-    return max(1, min(run.concurrency, pending)) if pending else 1
-
-
 def _dispatch(run_id: int, lanes: int) -> None:
     from evaluation.tasks import session_lane
 
-    transaction.on_commit(lambda: [session_lane.delay(run_id) for _ in range(lanes)])
+    dispatch_lanes(session_lane, run_id, lanes)
 
 
 @transaction.atomic
 def session_run_start(*, run_id: int, dispatch: bool = True) -> int:
-    run = SessionRun.objects.select_for_update().get(pk=run_id)
-    if run.status != RunStatus.QUEUED:
-        return 0
-    run.status = RunStatus.RUNNING
-    run.started_at = timezone.now()
-    run.save(update_fields=["status", "started_at"])
-    lanes = _lanes(run)
-    if dispatch:
-        _dispatch(run.pk, lanes)
-    return lanes
+    return start_run(SessionRun, run_id, _dispatch if dispatch else None)
 
 
 @transaction.atomic
 def session_run_cancel(*, run: SessionRun) -> SessionRun:
-    run = SessionRun.objects.select_for_update().get(pk=run.pk)
-    run.check_transition(RunStatus.CANCELLED)
-    run.status = RunStatus.CANCELLED
-    run.finished_at = timezone.now()
-    run.done = run.results.filter(state=ResultState.DONE).count()
-    run.save(update_fields=["status", "finished_at", "done"])
-    return run
+    return cancel_run(run)
 
 
 @transaction.atomic
 def session_run_resume(*, run: SessionRun, dispatch: bool = True) -> tuple[SessionRun, int]:
-    run = SessionRun.objects.select_for_update().get(pk=run.pk)
-    if run.status == RunStatus.RUNNING:
-        # A session makes many calls: a claim is stale after max_turns x the per-call budget.
-        run.results.filter(state=ResultState.RUNNING, claimed_at__lt=stale_before(
-            calls=run.max_turns * (1 + SS.MAX_AGENT_STEPS) + JUDGE_ATTEMPTS)).update(
-            state=ResultState.PENDING, claimed_at=None)
-    else:
-        run.check_transition(RunStatus.RUNNING)
-        run.results.filter(state__in=[ResultState.RUNNING, ResultState.FAILED]).update(
-            state=ResultState.PENDING, claimed_at=None)
-        run.status, run.error, run.finished_at = RunStatus.RUNNING, "", None
-        run.started_at = run.started_at or timezone.now()
-        run.save(update_fields=["status", "error", "finished_at", "started_at"])
-    lanes = _lanes(run)
-    if dispatch:
-        _dispatch(run.pk, lanes)
-    return run, lanes
+    # A session makes many calls: its claim is stale only after all of them could have run.
+    return resume_run(run, stale_calls=run.max_turns * (1 + SS.MAX_AGENT_STEPS) + JUDGE_ATTEMPTS,
+                      dispatch_fn=_dispatch if dispatch else None)
 
 
 @transaction.atomic
 def _fail(run_id: int, error: str) -> None:
-    run = SessionRun.objects.select_for_update().get(pk=run_id)
-    if run.can_move_to(RunStatus.FAILED):
-        run.status, run.error, run.finished_at = RunStatus.FAILED, error[:4000], timezone.now()
-        run.done = run.results.filter(state=ResultState.DONE).count()
-        run.save(update_fields=["status", "error", "finished_at", "done"])
-
-
-def _claim(run_id: int) -> SessionResult | None | bool:
-    for _ in range(20):
-        candidates = list(SessionResult.objects.filter(run_id=run_id, state=ResultState.PENDING)
-                          .order_by("id").values_list("pk", flat=True)[:8])
-        if not candidates:
-            return None
-        pk = random.choice(candidates)
-        if SessionResult.objects.filter(pk=pk, state=ResultState.PENDING).update(
-                state=ResultState.RUNNING, claimed_at=timezone.now(), attempts=F("attempts") + 1) == 1:
-            return SessionResult.objects.get(pk=pk)
-    return False
+    fail_run(SessionRun, run_id, error)
 
 
 def _task(data: dict[str, Any]) -> SS.SessionTask:
@@ -239,7 +197,7 @@ def session_run_step(*, run_id: int) -> bool:
     run = SessionRun.objects.select_related("agent").filter(pk=run_id).first()
     if run is None or run.status != RunStatus.RUNNING:
         return False
-    result = _claim(run_id)
+    result = claim_pending(SessionResult, run_id)
     if result is False:
         return True
     if result is None:

@@ -133,28 +133,27 @@ def run_results_csv(request: HttpRequest, run_id: int) -> StreamingHttpResponse:
     return response
 
 
+def _move(request: HttpRequest, model, run_id: int, change, done: str, page: str) -> HttpResponse:
+    """Cancel or resume a run (turn-level or sessions) and go back to its page with the outcome."""
+    run = get_object_or_404(model, pk=run_id)
+    try:
+        change(run=run)
+        messages.success(request, done.format(pk=run.pk))
+    except IllegalRunTransition as exc:
+        messages.error(request, str(exc))
+    return redirect(page, run_id=run.pk)
+
+
 @require_POST
 @role_required(RESEARCHER)
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = get_object_or_404(EvaluationRun, pk=run_id)
-    try:
-        services.run_cancel(run=run)
-        messages.success(request, f"Run #{run.pk} cancelled.")
-    except IllegalRunTransition as exc:
-        messages.error(request, str(exc))
-    return redirect("evaluation:run_detail", run_id=run.pk)
+    return _move(request, EvaluationRun, run_id, services.run_cancel, "Run #{pk} cancelled.", "evaluation:run_detail")
 
 
 @require_POST
 @role_required(RESEARCHER)
 def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = get_object_or_404(EvaluationRun, pk=run_id)
-    try:
-        services.run_resume(run=run)
-        messages.success(request, f"Run #{run.pk} resumed.")
-    except IllegalRunTransition as exc:
-        messages.error(request, str(exc))
-    return redirect("evaluation:run_detail", run_id=run.pk)
+    return _move(request, EvaluationRun, run_id, services.run_resume, "Run #{pk} resumed.", "evaluation:run_detail")
 
 
 @require_POST
@@ -318,22 +317,12 @@ def _session_cells(metrics: dict) -> list[dict]:
 @require_POST
 @role_required(RESEARCHER)
 def session_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = get_object_or_404(SessionRun, pk=run_id)
-    try:
-        session_services.session_run_cancel(run=run)
-        messages.success(request, f"Session run #{run.pk} cancelled.")
-    except IllegalRunTransition as exc:
-        messages.error(request, str(exc))
-    return redirect("evaluation:session_detail", run_id=run.pk)
+    return _move(request, SessionRun, run_id, session_services.session_run_cancel, "Session run #{pk} cancelled.",
+                 "evaluation:session_detail")
 
 
 @require_POST
 @role_required(RESEARCHER)
 def session_resume(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = get_object_or_404(SessionRun, pk=run_id)
-    try:
-        session_services.session_run_resume(run=run)
-        messages.success(request, f"Session run #{run.pk} resumed.")
-    except IllegalRunTransition as exc:
-        messages.error(request, str(exc))
-    return redirect("evaluation:session_detail", run_id=run.pk)
+    return _move(request, SessionRun, run_id, session_services.session_run_resume, "Session run #{pk} resumed.",
+                 "evaluation:session_detail")

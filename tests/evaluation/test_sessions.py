@@ -14,17 +14,9 @@ from evaluation import sessions as SS
 from evaluation.models import AgentMode, ResultState, RunStatus, SessionResult
 from evaluation.services import EvaluationError, agent_create, reference_agents_ensure
 from generation.models import LLMCall
+from tests.evaluation.conftest import APIS
 from tests.fake_openai import Reply, fake_openai, openai_settings  # noqa: F401 - fixtures
 
-APIS = [
-    {"name": "get_order_details", "desc": "Look an order up", "params": [{"name": "order_id", "type": "int", "required": True}],
-     "output": {"name": "order", "type": "dict"}},
-    {"name": "refund_order", "desc": "Refund an order",
-     "params": [{"name": "order_id", "type": "int", "required": True}, {"name": "reason", "type": "str", "required": True}],
-     "output": {"name": "refunded", "type": "bool"}},
-    {"name": "cancel_order", "desc": "Cancel an order", "params": [{"name": "order_id", "type": "int", "required": True}],
-     "output": {"name": "cancelled", "type": "bool"}},
-]
 
 LATE = [  # conversation 1: look the order up, then refund it
     {"role": "user", "content": "Hi, my order has not arrived."},

@@ -44,6 +44,23 @@ def find_agent(value: str) -> Agent:
     return agent
 
 
+def wait_for_run(run, timeout: float, write) -> None:
+    """Poll a run (turn-level or sessions) until it stops, writing its progress as it changes."""
+    deadline = time.monotonic() + timeout if timeout else None
+    last = -1
+    while True:
+        run.refresh_from_db()
+        if not run.is_active:
+            return
+        done = run.results.filter(state="done").count()
+        if done != last:
+            write(f"  {done}/{run.total}")
+            last = done
+        if deadline and time.monotonic() > deadline:
+            raise CommandError(f"run #{run.pk} still {run.status} after {timeout} s (is a worker running?)")
+        time.sleep(1.0)
+
+
 class Command(BaseCommand):
     help = "Evaluate an agent on a release and print the paper's seven metrics."
 
@@ -88,19 +105,7 @@ class Command(BaseCommand):
         if opts["inline"]:
             run = services.run_execute_inline(run=run)
         elif opts["wait"]:
-            deadline = time.monotonic() + opts["timeout"] if opts["timeout"] else None
-            last = -1
-            while True:
-                run.refresh_from_db()
-                if not run.is_active:
-                    break
-                done = services.run_progress(run)["done"]
-                if done != last:
-                    self.stdout.write(f"  {done}/{run.total}")
-                    last = done
-                if deadline and time.monotonic() > deadline:
-                    raise CommandError(f"run #{run.pk} still {run.status} after {opts['timeout']} s (is a worker running?)")
-                time.sleep(1.0)
+            wait_for_run(run, opts["timeout"], self.stdout.write)
         else:
             self.stdout.write("queued for the worker; follow it on the evaluation page or rerun with --wait")
             return

@@ -6,13 +6,11 @@ R and A are found as by `evaluate`. Without --wait/--inline the run is queued fo
 """
 from __future__ import annotations
 
-import time
-
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import session_services as SV
 from evaluation import sessions as SS
-from evaluation.management.commands.evaluate import find_agent, find_release
+from evaluation.management.commands.evaluate import find_agent, find_release, wait_for_run
 from evaluation.models import RunStatus
 from evaluation.services import EvaluationError
 
@@ -60,15 +58,7 @@ class Command(BaseCommand):
         if opts["inline"]:
             run = SV.session_run_execute_inline(run=run)
         elif opts["wait"]:
-            deadline = time.monotonic() + opts["timeout"] if opts["timeout"] else None
-            while True:
-                run.refresh_from_db()
-                if not run.is_active:
-                    break
-                if deadline and time.monotonic() > deadline:
-                    raise CommandError(f"session run #{run.pk} still {run.status} after {opts['timeout']} s "
-                                       "(is a worker running?)")
-                time.sleep(1.0)
+            wait_for_run(run, opts["timeout"], self.stdout.write)
         else:
             self.stdout.write("queued for the worker; follow it on the sessions page or rerun with --wait")
             return
