@@ -135,9 +135,10 @@ def test_compare_pages_render_charts_with_escaped_text(client, researcher, db):
     # API recall, test and conversation correctness: always reply loses everything (-100.0, an
     # interval of one point since every conversation differs the same way); correct API / params:
     # always reply never calls an API, so they are undefined (–).
-    assert cells[0] == "<td>0.0<br><small>[0.0, 0.0]</small></td>"
-    assert cells[5] == '<td class="significant"><strong>-100.0</strong><br><small>[-100.0, -100.0]</small></td>'
-    assert cells[3] == cells[4] == "<td>–</td>" and len(cells) == 7
+    assert cells[0] == '<td class="metric">0.0<br><small>[0.0, 0.0]</small></td>'
+    assert cells[5] == ('<td class="metric significant"><strong>-100.0</strong><br><small>[-100.0, -100.0]</small>'
+                        '</td>')
+    assert cells[3] == cells[4] == '<td class="metric">–</td>' and len(cells) == 7
     response = client.get(reverse("evaluation:datasets"), {"release_a": curated.pk, "release_b": automatic.pk,
                                                           "metric": "test_correct"})
     html = response.content.decode()
