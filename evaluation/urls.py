@@ -18,6 +18,7 @@ urlpatterns = [
     path("compare/", views.compare, name="compare"),
     path("sessions/", views.sessions, name="sessions"),
     path("sessions/new", views.session_create, name="session_create"),
+    path("sessions/compare/", views.session_compare, name="session_compare"),
     path("sessions/<int:run_id>/", views.session_detail, name="session_detail"),
     path("sessions/<int:run_id>/status", views.session_status, name="session_status"),
     path("sessions/<int:run_id>/cancel", views.session_cancel, name="session_cancel"),

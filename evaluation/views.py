@@ -326,3 +326,33 @@ def session_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
 def session_resume(request: HttpRequest, run_id: int) -> HttpResponse:
     return _move(request, SessionRun, run_id, session_services.session_run_resume, "Session run #{pk} resumed.",
                  "evaluation:session_detail")
+
+
+PERCENT_SESSION_METRICS = [(k, label) for k, label in SS.SESSION_METRICS if k != "avg_turns"]
+
+
+@require_GET
+@role_required(RESEARCHER)
+def session_compare(request: HttpRequest) -> HttpResponse:
+    """Several session runs side by side: their metrics with intervals, and a bar chart."""
+    try:
+        ids = sorted({int(x) for x in request.GET.getlist("runs")})
+    except ValueError:
+        ids = []
+    runs = list(SessionRun.objects.filter(pk__in=ids).select_related("agent", "release").order_by("id"))
+    rows, chart = [], None
+    for run in runs:
+        rows.append((run, _session_cells((session_services.session_current_report(run).get("metrics") or {}))))
+    if len(rows) >= 2:
+        series = []
+        for run, _cells in rows:
+            metrics = session_services.session_current_report(run).get("metrics") or {}
+            series.append((f"#{run.pk} {run.agent.name}",
+                           [None if (metrics.get(k) or {}).get("value") is None else 100 * metrics[k]["value"]
+                            for k, _ in PERCENT_SESSION_METRICS]))
+        chart = charts.bar_chart([label for _, label in PERCENT_SESSION_METRICS], series,
+                                 title="Session metrics by run (percent)")
+    return render(request, "evaluation/session_compare.html", {
+        "rows": rows, "chart": chart, "metric_labels": SS.SESSION_METRICS,
+        "asked": bool(request.GET.getlist("runs")),
+    })

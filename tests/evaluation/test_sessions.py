@@ -4,6 +4,7 @@ simulated user, the agent and the judge by script. Expected values are worked ou
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.db.models import Count
@@ -277,6 +278,7 @@ def session_pages(run) -> list[tuple[str, str]]:
     from django.urls import reverse
 
     return [("get", reverse("evaluation:sessions")), ("post", reverse("evaluation:session_create")),
+            ("get", reverse("evaluation:session_compare") + f"?runs={run.pk}"),
             ("get", reverse("evaluation:session_detail", args=[run.pk])),
             ("get", reverse("evaluation:session_status", args=[run.pk])),
             ("post", reverse("evaluation:session_cancel", args=[run.pk])),
@@ -388,3 +390,29 @@ def test_session_constraints(release, fake_openai, openai_settings):
                 lambda: SessionRun.objects.filter(pk=run.pk).update(done=run.total + 1)):
         with pytest.raises(IntegrityError), transaction.atomic():
             bad()
+
+
+def test_compare_session_runs(client, researcher, personas, release, fake_openai, openai_settings):
+    from django.urls import reverse
+
+    from tests.conftest import PASSWORD
+
+    fake_openai.set_handler(scripted())
+    agent = agent_create(name="scripted <i>", mode=AgentMode.PROMPT, model="fake-model")
+    first = SV.session_run_execute_inline(run=SV.session_run_create(agent=agent, release=release, start=False))
+    fake_openai.set_handler(scripted())  # fresh judge script for the second run
+    second = SV.session_run_execute_inline(run=SV.session_run_create(agent=agent, release=release, limit=1,
+                                                                       start=False))
+    url = reverse("evaluation:session_compare")
+    assert client.login(username=personas["annotator"].username, password=PASSWORD)
+    assert client.get(url, {"runs": [first.pk, second.pk]}).status_code == 403
+    assert client.login(username=researcher.username, password=PASSWORD)
+    html = client.get(url, {"runs": [first.pk, second.pk]}).content.decode()
+    assert html.count("<svg") == 1 and "scripted &lt;i&gt;" in html and "<i>" not in html.split("<main>")[1]
+    values = re.findall(r'data-value="([\d.]+)"', html)
+    # first run: success 50, progress 75, precision 66.7, recall 66.7, F1 66.7; second (the late order only): 100 x 5
+    assert values == ["50.0", "100.0", "75.0", "100.0", "66.7", "100.0", "66.7", "100.0", "66.7", "100.0"], values
+    assert "1/2" in html and "1/1" in html
+    assert "Pick at least two" in client.get(url, {"runs": ["x"]}).content.decode()
+    listing = client.get(reverse("evaluation:sessions")).content.decode()
+    assert 'name="runs"' in listing and "Compare the selected session runs" in listing
