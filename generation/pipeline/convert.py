@@ -31,6 +31,19 @@ def flowgraph_root(g: nx.DiGraph):
     return next(iter(g), None)
 
 
+def breadth_first(root, successors) -> list:
+    """The nodes reachable from `root`, in breadth-first order; `successors(x)` gives x's children."""
+    order, seen, queue = [], {root}, deque([root])
+    while queue:
+        x = queue.popleft()
+        order.append(x)
+        for y in successors(x):
+            if y not in seen:
+                seen.add(y)
+                queue.append(y)
+    return order
+
+
 def flowgraph_to_conversation_graph(g: nx.DiGraph) -> nx.DiGraph:
     cg = nx.DiGraph(kind="conversation")
     if len(g) == 0:

@@ -5,12 +5,12 @@ Both return ``(flowgraph, report)``; the report lists every assumption and every
 from __future__ import annotations
 
 import re
-from collections import deque
 from typing import Any
 
 import networkx as nx
 
 from .apis import ApiSpec
+from .convert import breadth_first
 
 # ----------------------------------------------------------------------------- DOT workflows
 
@@ -108,14 +108,8 @@ def dot_workflow_to_flowgraph(text: str) -> tuple[nx.DiGraph, list[str]]:
     if len(roots) > 1:
         report.append(f"several nodes without a parent ({', '.join(roots)}); {roots[0]} is the start")
     root = roots[0]
-    order, seen, q = [], {root}, deque([root])
-    while q:
-        x = q.popleft()
-        order.append(x)
-        for y, _ in folded[x]:
-            if y not in seen:
-                seen.add(y)
-                q.append(y)
+    order = breadth_first(root, lambda x: (y for y, _ in folded[x]))
+    seen = set(order)
     for n in kept:
         if n not in seen:
             report.append(f"node {n} is not reachable from {root}; dropped")
@@ -203,14 +197,8 @@ def star_task_to_flowgraph(task: dict[str, Any], api: ApiSpec | None = None) -> 
         if not g0.has_edge(u, v):
             g0.add_edge(u, v, label=lab)
     root = "hello" if "hello" in g0 else actions[0]
-    order, seen, q = [], {root}, deque([root])
-    while q:
-        x = q.popleft()
-        order.append(x)
-        for y in g0.successors(x):
-            if y not in seen and y != root:
-                seen.add(y)
-                q.append(y)
+    order = breadth_first(root, g0.successors)
+    seen = set(order)
     for a in actions:
         if a not in seen:
             report.append(f"action {a} is not reachable from {root}; dropped")

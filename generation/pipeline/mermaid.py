@@ -15,11 +15,11 @@ Everything that had to be assumed or could not be mapped is listed in the return
 from __future__ import annotations
 
 import re
-from collections import deque
 
 import networkx as nx
 
 from .apis import ApiSpec
+from .convert import breadth_first
 
 _SHAPES = [("(((", ")))"), ("((", "))"), ("([", "])"), ("[[", "]]"), ("[(", ")]"), ("{{", "}}"),
            ("[/", "/]"), ("[\\", "\\]"), ("[/", "\\]"), ("[\\", "/]"), ("[", "]"), ("(", ")"),
@@ -211,14 +211,8 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
                       f"({', '.join(roots) or 'none'}); using {roots[0] if roots else nodes[0]}")
     root = roots[0] if roots else nodes[0]
     # Number nodes in breadth-first order from the root so ids read like the paper's.
-    order, seen, q = [], {root}, deque([root])
-    while q:
-        x = q.popleft()
-        order.append(x)
-        for y, _ in succ[x]:
-            if y not in seen:
-                seen.add(y)
-                q.append(y)
+    order = breadth_first(root, lambda x: (y for y, _ in succ[x]))
+    seen = set(order)
     for n in nodes:
         if n not in seen:
             report.append(f"state {n} cannot be reached from {root}")

@@ -11,12 +11,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import textwrap
-from collections import deque
 from typing import Any
 
 import networkx as nx
 
-from .convert import flowgraph_root
+from .convert import breadth_first, flowgraph_root
 
 # Paper Figures 2 and 3.
 FLOWGRAPH_COLOURS = {"start_message": "#1f77b4", "message": "#1f77b4", "api": "#000000",
@@ -155,15 +154,8 @@ def to_mermaid(g: nx.DiGraph) -> str:
 def _bfs_order(g: nx.DiGraph) -> list[Any]:
     if len(g) == 0:
         return []
-    root = flowgraph_root(g)
-    order, seen, q = [], {root}, deque([root])
-    while q:
-        x = q.popleft()
-        order.append(x)
-        for y in g.successors(x):
-            if y not in seen:
-                seen.add(y)
-                q.append(y)
+    order = breadth_first(flowgraph_root(g), g.successors)
+    seen = set(order)
     return order + [n for n in g if n not in seen]
 
 
