@@ -164,6 +164,12 @@ _ENCODE = _make_encoder()
 _CACHE_LIMIT = 20_000
 
 
+def spreadsheet_safe(row: dict[str, Any]) -> dict[str, Any]:
+    """A CSV row whose free-text cells cannot start a spreadsheet formula: a leading = + - @ gets
+    a quote in front, so the text shows as typed."""
+    return {k: ("'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@") else v) for k, v in row.items()}
+
+
 def _cell(value: Any) -> str:
     """One RFC 4180 field, quoted only when it must be (csv.QUOTE_MINIMAL's rule).
 

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, has_role, role_required
 from curation import services
+from curation.exports import spreadsheet_safe
 from curation.forms import ResolveForm, ReviewForm, SkipForm
 from curation.guidelines import SKIP_REASONS
 from curation.models import AuditEvent, Claim, ItemState, ReviewItem, ReviewStage
@@ -211,8 +212,7 @@ def agreement_csv(request: HttpRequest) -> HttpResponse:
     writer = csv.DictWriter(response, fieldnames=fields)
     writer.writeheader()
     for row in rows:
-        # Neutralise spreadsheet formulas in free text.
-        writer.writerow({k: ("'" + v if isinstance(v, str) and v and v[0] in "=+-@" else v) for k, v in row.items()})
+        writer.writerow(spreadsheet_safe(row))  # free text must not become a spreadsheet formula
     return response
 
 

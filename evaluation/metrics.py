@@ -248,7 +248,7 @@ def compute_metrics(outcomes: Iterable[Outcome], *, bootstrap: int = 0, seed: in
     return result
 
 
-def _percentile(sorted_values: list[float], q: float) -> float:
+def percentile(sorted_values: list[float], q: float) -> float:
     if not sorted_values:
         return float("nan")
     pos = q * (len(sorted_values) - 1)
@@ -273,7 +273,7 @@ def bootstrap_intervals(rows: list[list[int]], n: int, *, seed: int = 0,
     out: dict[str, tuple[float | None, float | None]] = {}
     for key, values in samples.items():
         values.sort()
-        out[key] = (_percentile(values, alpha), _percentile(values, 1 - alpha)) if values else (None, None)
+        out[key] = (percentile(values, alpha), percentile(values, 1 - alpha)) if values else (None, None)
     return out
 
 
@@ -332,7 +332,7 @@ def paired_differences(a: Iterable[Outcome], b: Iterable[Outcome], *, bootstrap:
     for key, values in samples.items():
         if values and out[key].diff is not None:
             values.sort()
-            out[key].ci_low, out[key].ci_high = _percentile(values, alpha), _percentile(values, 1 - alpha)
+            out[key].ci_low, out[key].ci_high = percentile(values, alpha), percentile(values, 1 - alpha)
     return out
 
 

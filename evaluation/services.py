@@ -257,8 +257,9 @@ def run_resume(*, run: EvaluationRun, dispatch: bool = True) -> tuple[Evaluation
     return resume_run(run, stale_calls=1, dispatch_fn=_dispatch if dispatch else None)
 
 
-def claim_pending(model, run_id: int):
-    """Claim one pending result row of `model`. None: nothing pending. False: lost every race."""
+def claim_pending(model, run_id: int, *, related: tuple[str, ...] = ()):
+    """Claim one pending result row of `model` (fetched with `related` joined). None: nothing
+    pending. False: lost every race; try again later."""
     for _ in range(20):
         candidates = list(model.objects.filter(run_id=run_id, state=ResultState.PENDING)
                           .order_by("id").values_list("pk", flat=True)[:8])
@@ -268,15 +269,12 @@ def claim_pending(model, run_id: int):
         won = model.objects.filter(pk=pk, state=ResultState.PENDING).update(
             state=ResultState.RUNNING, claimed_at=timezone.now(), attempts=F("attempts") + 1)
         if won == 1:
-            return model.objects.get(pk=pk)
+            return model.objects.select_related(*related).get(pk=pk)
     return False
 
 
 def _claim(run_id: int) -> TestResult | None | bool:
-    claimed = claim_pending(TestResult, run_id)
-    if claimed:
-        claimed = TestResult.objects.select_related("entry").get(pk=claimed.pk)
-    return claimed
+    return claim_pending(TestResult, run_id, related=("entry",))
 
 
 @dataclass

@@ -88,9 +88,10 @@ def session_task(rows: list[dict[str, Any]]) -> SessionTask:
     messages = reference_session(rows)
     first = rows[0]
     intent = first.get("intent") or {}
-    name = str(intent.get("name") or intent.get("issue") or "the customer's request") if isinstance(intent, dict) \
-        else str(intent)
-    issue = str(intent.get("issue") or name) if isinstance(intent, dict) else str(intent)
+    if not isinstance(intent, dict):
+        intent = {"name": str(intent)}
+    name = str(intent.get("name") or intent.get("issue") or "the customer's request")
+    issue = str(intent.get("issue") or name)
     calls: list[Call] = []
     for i, m in enumerate(messages):
         if m.get("role") != "api":
@@ -274,7 +275,10 @@ def _aggregate(outcomes: list[SessionOutcome]) -> dict[str, float | None]:
     predicted = sum(o.tools["predicted"] for o in outcomes)
     p = precise / predicted if predicted else None
     r = recalled / reference if reference else None
-    f1 = 2 * p * r / (p + r) if p is not None and r is not None and (p + r) else (0.0 if p is not None and r is not None else None)
+    if p is None or r is None:
+        f1 = None
+    else:
+        f1 = 2 * p * r / (p + r) if p + r else 0.0
     return {
         "success_rate": sum(o.success for o in outcomes) / n,
         "task_progress": sum(o.accomplished / o.total_goals for o in outcomes) / n,
@@ -307,6 +311,24 @@ def session_metrics(outcomes: list[SessionOutcome], *, bootstrap: int = 0, seed:
         for k, vals in samples.items():
             if vals and values[k] is not None:
                 vals.sort()
-                out[k]["ci_low"] = M._percentile(vals, alpha)
-                out[k]["ci_high"] = M._percentile(vals, 1 - alpha)
+                out[k]["ci_low"] = M.percentile(vals, alpha)
+                out[k]["ci_high"] = M.percentile(vals, 1 - alpha)
     return out
+
+
+def metric_cells(metrics: dict[str, dict[str, Any]], *, unit: str = "") -> list[dict[str, str]]:
+    """Display strings per session metric, in SESSION_METRICS order: the value (percent with
+    `unit` appended; mean turns as a number), "num/den" where counted, and the interval."""
+    cells = []
+    for key, label in SESSION_METRICS:
+        m = metrics.get(key) or {}
+
+        def show(v: float | None, key: str = key) -> str:
+            if v is None:
+                return "–"
+            return f"{v:.2f}" if key == "avg_turns" else f"{100 * v:.1f}{unit}"
+
+        nd = f"{m['numerator']}/{m['denominator']}" if "numerator" in m else ""
+        ci = f"[{show(m['ci_low'])}, {show(m['ci_high'])}]" if m.get("ci_low") is not None else ""
+        cells.append({"key": key, "label": label, "value": show(m.get("value")), "nd": nd, "ci": ci})
+    return cells

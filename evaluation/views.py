@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from almita_web.roles import RESEARCHER, role_required
+from curation.exports import spreadsheet_safe
 from evaluation import charts, services, session_services
 from evaluation import metrics as M
 from evaluation import sessions as SS
@@ -119,9 +120,7 @@ def run_results_csv(request: HttpRequest, run_id: int) -> StreamingHttpResponse:
         writer = csv.DictWriter(out, fieldnames=services.RESULT_COLUMNS)
         writer.writeheader()
         for n, row in enumerate(services.run_result_rows(run), 1):
-            # Agent answers are untrusted text: a leading = + - @ would be a spreadsheet formula.
-            writer.writerow({k: ("'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@") else v)
-                             for k, v in row.items()})
+            writer.writerow(spreadsheet_safe(row))  # agent answers are untrusted text
             if n % 200 == 0:
                 yield out.getvalue()
                 out.seek(0)
@@ -247,8 +246,7 @@ def datasets(request: HttpRequest) -> HttpResponse:
 
 
 def _session_status_context(run: SessionRun) -> dict:
-    counts = dict(run.results.values_list("state").annotate(n=Count("id")).values_list("state", "n"))
-    return {"run": run, "progress": {state: counts.get(state, 0) for state in ResultState.values} | {"total": run.total}}
+    return {"run": run, "progress": services.run_progress(run)}
 
 
 @require_GET
@@ -292,26 +290,9 @@ def session_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     metrics = report.get("metrics") or {}
     page = Paginator(run.results.order_by("conversation_id"), 25).get_page(request.GET.get("page"))
     return render(request, "evaluation/session_detail.html", {
-        **_session_status_context(run), "report": report, "cells": _session_cells(metrics), "page": page,
+        **_session_status_context(run), "report": report, "cells": SS.metric_cells(metrics), "page": page,
         "metric_labels": SS.SESSION_METRICS,
     })
-
-
-def _session_cells(metrics: dict) -> list[dict]:
-    """Display strings per session metric: percent (mean turns as a number), counts, interval."""
-    cells = []
-    for key, label in SS.SESSION_METRICS:
-        m = metrics.get(key) or {}
-
-        def show(v):
-            if v is None:
-                return "–"
-            return f"{v:.2f}" if key == "avg_turns" else f"{100 * v:.1f}"
-
-        nd = f"{m['numerator']}/{m['denominator']}" if "numerator" in m else ""
-        ci = f"[{show(m['ci_low'])}, {show(m['ci_high'])}]" if m.get("ci_low") is not None else ""
-        cells.append({"label": label, "value": show(m.get("value")), "nd": nd, "ci": ci})
-    return cells
 
 
 @require_POST
@@ -340,16 +321,13 @@ def session_compare(request: HttpRequest) -> HttpResponse:
     except ValueError:
         ids = []
     runs = list(SessionRun.objects.filter(pk__in=ids).select_related("agent", "release").order_by("id"))
-    rows, chart = [], None
-    for run in runs:
-        rows.append((run, _session_cells((session_services.session_current_report(run).get("metrics") or {}))))
+    reports = [(run, session_services.session_current_report(run).get("metrics") or {}) for run in runs]
+    rows = [(run, SS.metric_cells(metrics)) for run, metrics in reports]
+    chart = None
     if len(rows) >= 2:
-        series = []
-        for run, _cells in rows:
-            metrics = session_services.session_current_report(run).get("metrics") or {}
-            series.append((f"#{run.pk} {run.agent.name}",
-                           [None if (metrics.get(k) or {}).get("value") is None else 100 * metrics[k]["value"]
-                            for k, _ in PERCENT_SESSION_METRICS]))
+        series = [(f"#{run.pk} {run.agent.name}",
+                   [None if (metrics.get(k) or {}).get("value") is None else 100 * metrics[k]["value"]
+                    for k, _ in PERCENT_SESSION_METRICS]) for run, metrics in reports]
         chart = charts.bar_chart([label for _, label in PERCENT_SESSION_METRICS], series,
                                  title="Session metrics by run (percent)")
     return render(request, "evaluation/session_compare.html", {

@@ -16,7 +16,7 @@ from curation.models import Release
 from evaluation import metrics as M
 from evaluation import services
 from evaluation import similarity as S
-from evaluation.models import Agent, AgentMode, EvaluationRun
+from evaluation.models import Agent, AgentMode, EvaluationRun, ResultState
 
 
 def find_release(value: str) -> Release:
@@ -52,7 +52,7 @@ def wait_for_run(run, timeout: float, write) -> None:
         run.refresh_from_db()
         if not run.is_active:
             return
-        done = run.results.filter(state="done").count()
+        done = run.results.filter(state=ResultState.DONE).count()
         if done != last:
             write(f"  {done}/{run.total}")
             last = done

@@ -17,16 +17,8 @@ from evaluation.services import EvaluationError
 
 def session_table(report: dict) -> str:
     lines = [f"{'metric':<18} {'value':>8}  {'n/d':>11}  95% CI"]
-    for key, label in SS.SESSION_METRICS:
-        m = (report.get("metrics") or {}).get(key) or {}
-        v = m.get("value")
-
-        def show(x):
-            return "–" if x is None else (f"{x:.2f}" if key == "avg_turns" else f"{100 * x:.1f}%")
-
-        nd = f"{m['numerator']}/{m['denominator']}" if "numerator" in m else ""
-        ci = f"[{show(m['ci_low'])}, {show(m['ci_high'])}]" if m.get("ci_low") is not None else ""
-        lines.append(f"{label:<18} {show(v):>8}  {nd:>11}  {ci}")
+    for c in SS.metric_cells(report.get("metrics") or {}, unit="%"):
+        lines.append(f"{c['label']:<18} {c['value']:>8}  {c['nd']:>11}  {c['ci']}")
     return "\n".join(lines)
 
 
