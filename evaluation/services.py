@@ -420,29 +420,34 @@ def run_fail(*, run_id: int, error: str) -> None:
     fail_run(EvaluationRun, run_id, error)
 
 
-def run_finish_if_done(*, run_id: int) -> bool:
-    """When no test is pending or in flight: store the report and close the run (idempotent)."""
-    if TestResult.objects.filter(run_id=run_id, state__in=[ResultState.PENDING, ResultState.RUNNING]).exists():
+def finish_run(model, run_id: int, *, report_fn, done_key: str, failed_message: str) -> bool:
+    """When no result is pending or in flight: store the report (`report_fn(run)`, with `failed`
+    and `done_key` counts) and close the run, failed if any result failed (idempotent)."""
+    run = model.objects.get(pk=run_id)
+    if run.status != RunStatus.RUNNING or run.results.filter(
+            state__in=[ResultState.PENDING, ResultState.RUNNING]).exists():
         return False
-    run = EvaluationRun.objects.get(pk=run_id)
-    if run.status != RunStatus.RUNNING:
-        return False
-    report = run_report(run, bootstrap=BOOTSTRAP_SAMPLES)
-    failed = report["failed"]
+    report = report_fn(run)
     with transaction.atomic():
-        run = EvaluationRun.objects.select_for_update().get(pk=run_id)
+        run = model.objects.select_for_update().get(pk=run_id)
         if run.status != RunStatus.RUNNING:
             return False
-        run.metrics = report
-        run.done = report["evaluated"]
-        run.finished_at = timezone.now()
-        if failed:
+        run.metrics, run.done, run.finished_at = report, report[done_key], timezone.now()
+        if report["failed"]:
             run.status = RunStatus.FAILED
-            run.error = f"{failed} test(s) could not be evaluated (the LLM call failed); resume to retry them."
+            run.error = failed_message.format(failed=report["failed"])
         else:
             run.status = RunStatus.SUCCEEDED
         run.save(update_fields=["metrics", "done", "finished_at", "status", "error"])
     return True
+
+
+def run_finish_if_done(*, run_id: int) -> bool:
+    """When no test is pending or in flight: store the report and close the run (idempotent)."""
+    return finish_run(EvaluationRun, run_id, report_fn=lambda run: run_report(run, bootstrap=BOOTSTRAP_SAMPLES),
+                      done_key="evaluated",
+                      failed_message="{failed} test(s) could not be evaluated (the LLM call failed); resume to "
+                                     "retry them.")
 
 
 def run_execute_inline(*, run: EvaluationRun, workers: int | None = None) -> EvaluationRun:

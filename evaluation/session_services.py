@@ -30,6 +30,7 @@ from evaluation.services import (
     claim_pending,
     dispatch_lanes,
     fail_run,
+    finish_run,
     resume_run,
     start_run,
 )
@@ -244,24 +245,9 @@ def session_report(run: SessionRun, *, bootstrap: int = 0) -> dict[str, Any]:
 
 
 def session_run_finish_if_done(*, run_id: int) -> bool:
-    if SessionResult.objects.filter(run_id=run_id, state__in=[ResultState.PENDING, ResultState.RUNNING]).exists():
-        return False
-    run = SessionRun.objects.get(pk=run_id)
-    if run.status != RunStatus.RUNNING:
-        return False
-    report = session_report(run, bootstrap=BOOTSTRAP_SAMPLES)
-    with transaction.atomic():
-        run = SessionRun.objects.select_for_update().get(pk=run_id)
-        if run.status != RunStatus.RUNNING:
-            return False
-        run.metrics, run.done, run.finished_at = report, report["sessions"], timezone.now()
-        if report["failed"]:
-            run.status = RunStatus.FAILED
-            run.error = f"{report['failed']} session(s) could not be completed; resume to retry them."
-        else:
-            run.status = RunStatus.SUCCEEDED
-        run.save(update_fields=["metrics", "done", "finished_at", "status", "error"])
-    return True
+    return finish_run(SessionRun, run_id, report_fn=lambda run: session_report(run, bootstrap=BOOTSTRAP_SAMPLES),
+                      done_key="sessions",
+                      failed_message="{failed} session(s) could not be completed; resume to retry them.")
 
 
 def session_run_execute_inline(*, run: SessionRun) -> SessionRun:
