@@ -20,107 +20,29 @@ import logging
 import random
 import threading
 import time
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import openai
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
+from generation.llm.config import (
+    NO_ENDPOINT_MESSAGE,
+    LLMFailed,
+    LLMResult,
+    LLMUnavailable,
+    cost_of,
+    public_endpoint,
+    stage_model,
+)
 from generation.models import GenerationJob, LLMCall, LLMOutcome
 
 
 # The client's HTTP library logs every request line at INFO; keep them (and any header) out.
 for _name in ("httpx2", "httpcore2"):
     logging.getLogger(_name).setLevel(logging.WARNING)
-
-
-class LLMError(Exception):
-    pass
-
-
-class LLMUnavailable(LLMError):
-    """No endpoint is configured."""
-
-
-class LLMFailed(LLMError):
-    """The call failed for good: retries exhausted or a non-retryable error."""
-
-    def __init__(self, message: str, *, call_id: int | None = None) -> None:
-        super().__init__(message)
-        self.call_id = call_id
-
-
-NO_ENDPOINT_MESSAGE = (
-    "No LLM endpoint is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY if the server needs "
-    "one) to use the LLM stages. Imported items and the deterministic stages work without it."
-)
-
-
-@dataclass
-class LLMResult:
-    content: str | None
-    tool_calls: list[dict[str, str]] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_ms: int = 0
-    cached: bool = False
-    call_id: int | None = None
-    model: str = ""
-    cost_usd: Decimal = Decimal(0)
-
-
-# --------------------------------------------------------------------------- configuration
-
-
-def endpoint_configured(base_url: str | None = None) -> bool:
-    return bool(base_url or settings.OPENAI_BASE_URL)
-
-
-def require_endpoint() -> None:
-    if not endpoint_configured():
-        raise LLMUnavailable(NO_ENDPOINT_MESSAGE)
-
-
-def stage_model(stage: str) -> str:
-    return settings.LLM_STAGE_MODELS.get(stage) or settings.EVALUATION_MODEL
-
-
-def parse_prices(text: str) -> dict[str, tuple[Decimal, Decimal]]:
-    """"model=input/output,..." in USD per million tokens."""
-    prices: dict[str, tuple[Decimal, Decimal]] = {}
-    for part in (text or "").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            model, pair = part.split("=", 1)
-            inp, out = pair.split("/", 1)
-            prices[model.strip()] = (Decimal(inp.strip()), Decimal(out.strip()))
-        except (ValueError, ArithmeticError):
-            raise ValueError(f"LLM_PRICES entry {part!r} is not model=input/output") from None
-    return prices
-
-
-def cost_of(model: str, prompt_tokens: int, completion_tokens: int) -> Decimal:
-    price = parse_prices(settings.LLM_PRICES).get(model)
-    if price is None:
-        return Decimal(0)
-    million = Decimal(1_000_000)
-    return (price[0] * prompt_tokens + price[1] * completion_tokens) / million
-
-
-def public_endpoint(base_url: str) -> str:
-    """The base URL without any user:password part, safe to store."""
-    parts = urlsplit(base_url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
 
 # --------------------------------------------------------------------------- concurrency
 

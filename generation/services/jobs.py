@@ -20,214 +20,34 @@ re-enqueues `job_advance`, which is safe to run any number of times.
 """
 from __future__ import annotations
 
-import json
-from collections import Counter
 from datetime import timedelta
 from typing import Any, Callable
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from generation import llm
 from generation.models import (
-    Api,
-    Conversation,
-    ConversationGraph,
     Discard,
     Flowgraph,
     GenerationJob,
     IllegalTransition,
     Intent,
     JobStatus,
-    LLMCall,
     Origin,
     Procedure,
-    SampledPath,
-    Stage,
     StageProgress,
     StageState,
-    Test,
 )
-from generation.pipeline.apis import ApiFormatError, api_to_dict, parse_api_list
-from generation.pipeline.formats import GraphFormatError, graph_to_json, load_graph, write_graph_text
-from generation.pipeline.sampling import SAMPLERS
-from generation.pipeline.validate import errors, validate_flowgraph
-from generation.stages import STAGE_ORDER, ItemResult, needs_llm, plan, process, violations_json
+from generation.services.config import JobConfigError, job_config_normalise, llm_stages
+from generation.services.importing import _import_rows, import_parse
+from generation.services.reporting import job_counters
+from generation.stages import STAGE_ORDER, ItemResult, needs_llm, plan, process
 
 Publisher = Callable[[str, str], None]
 
 # A stage left in `planning` this long was claimed by a worker that died while publishing.
 PLANNING_STALE = timedelta(seconds=60)
-
-DEFAULT_CONFIG: dict[str, Any] = {
-    "intents": 0,
-    "procedures_per_intent": 1,
-    "paths": 2,
-    "sampler": "algorithm1",
-    "noise": 0.0,
-    "seed": 0,
-    "conversation_graph": "deterministic",
-    "conversations": "offline",
-    "models": {},
-    "start": "intents",
-}
-
-
-class JobConfigError(ValueError):
-    pass
-
-
-# --------------------------------------------------------------------------- configuration
-
-
-def job_config_normalise(config: dict[str, Any]) -> dict[str, Any]:
-    cfg = {**DEFAULT_CONFIG, **{k: v for k, v in config.items() if v is not None}}
-    try:
-        cfg["intents"] = int(cfg["intents"])
-        cfg["procedures_per_intent"] = int(cfg["procedures_per_intent"])
-        cfg["paths"] = int(cfg["paths"])
-        cfg["noise"] = float(cfg["noise"])
-        cfg["seed"] = int(cfg["seed"])
-    except (TypeError, ValueError) as exc:
-        raise JobConfigError(f"bad number in the job settings: {exc}") from None
-    if cfg["intents"] < 0 or cfg["intents"] > 1000:
-        raise JobConfigError("intents must be between 0 and 1000")
-    if not 1 <= cfg["procedures_per_intent"] <= 20:
-        raise JobConfigError("procedures per intent must be between 1 and 20")
-    if not 1 <= cfg["paths"] <= 100:
-        raise JobConfigError("paths per graph must be between 1 and 100")
-    if not 0.0 <= cfg["noise"] <= 1.0:
-        raise JobConfigError("noise must be between 0 and 1")
-    if cfg["sampler"] not in SAMPLERS:
-        raise JobConfigError(f"sampler must be one of {', '.join(SAMPLERS)}")
-    if cfg["conversation_graph"] not in ("llm", "deterministic"):
-        raise JobConfigError("conversation graph mode must be llm or deterministic")
-    if cfg["conversations"] not in ("llm", "offline", "procedure"):
-        raise JobConfigError("conversation mode must be llm, offline or procedure")
-    if cfg["start"] not in STAGE_ORDER:
-        raise JobConfigError(f"unknown start stage {cfg['start']!r}")
-    if cfg["start"] == "intents" and cfg["intents"] == 0:
-        raise JobConfigError("give a number of intents to generate, or import items to start from")
-    return cfg
-
-
-def llm_stages(cfg: dict[str, Any]) -> list[str]:
-    start = STAGE_ORDER.index(cfg["start"])
-    return [s for s in STAGE_ORDER[start:] if needs_llm(s, cfg)]
-
-
-# --------------------------------------------------------------------------- imports
-
-
-def import_parse(data: Any) -> tuple[str, list[dict[str, Any]]]:
-    """Check an import document; return (the first stage to run, the normalised records).
-
-    Shapes: {"intents": [{"client", "issue", "name"}]} or {"procedures": [{"intent": {...},
-    "title", "text", "apis": [...]?, "flowgraph": "<text or JSON>"?}]}. The deepest level that
-    *every* procedure carries decides where the job starts.
-    """
-    if not isinstance(data, dict):
-        raise JobConfigError("the import file must hold a JSON object with 'intents' or 'procedures'")
-    if "intents" in data and "procedures" not in data:
-        items = data["intents"]
-        if not isinstance(items, list) or not items:
-            raise JobConfigError("'intents' must be a non-empty list")
-        out = []
-        for i, it in enumerate(items):
-            if not isinstance(it, dict) or not all(isinstance(it.get(f), str) and it[f].strip()
-                                                   for f in ("client", "issue", "name")):
-                raise JobConfigError(f"intents[{i}]: needs non-empty 'client', 'issue' and 'name'")
-            out.append({"client": it["client"].strip(), "issue": it["issue"].strip(), "name": it["name"].strip()})
-        return "procedures", out
-    items = data.get("procedures")
-    if not isinstance(items, list) or not items:
-        raise JobConfigError("the import file needs a non-empty 'intents' or 'procedures' list")
-    out = []
-    for i, p in enumerate(items):
-        if not isinstance(p, dict) or not isinstance(p.get("text"), str) or not p["text"].strip():
-            raise JobConfigError(f"procedures[{i}]: needs a non-empty 'text'")
-        intent = p.get("intent") or {}
-        if isinstance(intent, str):
-            intent = {"name": intent}
-        rec: dict[str, Any] = {
-            "title": str(p.get("title", ""))[:300], "text": p["text"],
-            "intent": {"client": str(intent.get("client", "imported"))[:200] or "imported",
-                       "issue": str(intent.get("issue", p.get("title", "")) or "imported procedure"),
-                       "name": str(intent.get("name", p.get("title", "")) or f"procedure {i}")[:200]},
-        }
-        if "apis" in p:
-            try:
-                rec["apis"] = [api_to_dict(a) for a in parse_api_list(p["apis"])]
-            except ApiFormatError as exc:
-                raise JobConfigError(f"procedures[{i}].apis: {exc}") from None
-        if p.get("flowgraph"):
-            if "apis" not in rec:
-                raise JobConfigError(f"procedures[{i}]: a flowgraph needs the procedure's 'apis'")
-            fg = p["flowgraph"]
-            try:
-                g = load_graph(fg if isinstance(fg, str) else json.dumps(fg), kind="flowgraph")
-            except (GraphFormatError, ValueError) as exc:
-                raise JobConfigError(f"procedures[{i}].flowgraph: {exc}") from None
-            rec["flowgraph"] = graph_to_json(g)
-            rec["flowgraph_text"] = write_graph_text(g)
-        out.append(rec)
-    if all("flowgraph" in r for r in out):
-        start = "conversation_graph"
-    elif all("apis" in r for r in out):
-        start = "flowgraph"
-    else:
-        start = "apis"
-    return start, out
-
-
-def _import_rows(job: GenerationJob, start: str, records: list[dict[str, Any]]) -> None:
-    counts: Counter = Counter()
-    discards: list[Discard] = []
-    common = {"job": job, "origin": Origin.IMPORTED}
-    if start == "procedures":
-        for i, r in enumerate(records):
-            Intent.objects.create(key=f"import:intent:{i}", **common, **r)
-        counts["intents"] = len(records)
-    else:
-        for i, r in enumerate(records):
-            intent = Intent.objects.create(key=f"import:intent:{i}", **common, **r["intent"])
-            proc = Procedure.objects.create(key=f"import:procedure:{i}", intent=intent, title=r["title"],
-                                            text=r["text"], **common)
-            counts["intents"] += 1
-            counts["procedures"] += 1
-            if start in ("flowgraph", "conversation_graph"):
-                for a in r["apis"]:
-                    Api.objects.create(key=f"import:api:{i}:{a['name']}"[:200], procedure=proc, name=a["name"],
-                                       description=a["desc"], parameters=a["params"],
-                                       output_name=a["output"]["name"], output_type=a["output"]["type"], **common)
-                counts["apis"] += 1
-            if start == "conversation_graph":
-                from generation.pipeline.formats import graph_from_json
-
-                g = graph_from_json(r["flowgraph"])
-                violations = validate_flowgraph(g, [a["name"] for a in r["apis"]])
-                if errors(violations):
-                    # Imported flowgraphs go through the same automatic filter as generated ones.
-                    first = errors(violations)[0]
-                    discards.append(Discard(job=job, stage=Stage.FLOWGRAPH, key=f"import:flowgraph:{i}",
-                                            reason=first.rule, example=r["flowgraph_text"][:4000],
-                                            detail="; ".join(str(v) for v in errors(violations)[:10])[:4000]))
-                    continue
-                Flowgraph.objects.create(key=f"import:flowgraph:{i}", procedure=proc, data=r["flowgraph"],
-                                         text=r["flowgraph_text"], validation=violations_json(violations), **common)
-                counts["flowgraph"] += 1
-    Discard.objects.bulk_create(discards)
-    bad = Counter(d.stage for d in discards)
-    now = timezone.now()
-    for stage in STAGE_ORDER[: STAGE_ORDER.index(start)]:
-        n = counts.get(stage, 0)
-        StageProgress.objects.filter(job=job, stage=stage).update(
-            state=StageState.DONE, imported=n + bad.get(stage, 0), generated=n + bad.get(stage, 0), passed=n,
-            discarded=bad.get(stage, 0), started_at=now, finished_at=now)
-
-
-# --------------------------------------------------------------------------- job lifecycle
 
 
 # Rows already in the database (imported, or from any job) a job can start from:
@@ -500,99 +320,3 @@ def demo_build(*, flowgraphs: list[Flowgraph], paths: int = 3, noise: float = 0.
     )
     return job_run_inline(job=job)
 
-
-# --------------------------------------------------------------------------- reporting
-
-STAGE_LABELS = dict(Stage.choices)
-# The paper's Table 1 columns, by stage.
-FUNNEL_COLUMNS = {
-    "intents": "Intents", "procedures": "Procedures", "apis": "Procedures with APIs",
-    "flowgraph": "Flowgraphs", "conversation_graph": "Conversation graphs", "noise": "Noisy graphs",
-    "paths": "Paths", "conversations": "Conversations", "tests": "Tests",
-}
-
-
-def job_funnel(job: GenerationJob) -> list[dict[str, Any]]:
-    """One row per stage: units generated / passed / discarded by reason, items, tokens, cost."""
-    progress = {p.stage: p for p in StageProgress.objects.filter(job=job)}
-    reasons: dict[str, Counter] = {}
-    for row in Discard.objects.filter(job=job).values("stage", "reason").annotate(n=Count("id")):
-        reasons.setdefault(row["stage"], Counter())[row["reason"]] = row["n"]
-    usage = {row["stage"]: row for row in LLMCall.objects.filter(job=job).values("stage").annotate(
-        calls=Count("id"), prompt_tokens=Sum("prompt_tokens"), completion_tokens=Sum("completion_tokens"),
-        cost=Sum("cost_usd"), errors=Count("id", filter=Q(outcome="error")),
-        retried=Count("id", filter=Q(outcome="retried")), cached=Count("id", filter=Q(outcome="cached")))}
-    rows = []
-    for stage in STAGE_ORDER:
-        p = progress.get(stage)
-        if p is None:
-            continue
-        u = usage.get(stage, {})
-        rows.append({
-            "stage": stage, "label": FUNNEL_COLUMNS[stage], "state": p.state, "total": p.total, "done": p.done,
-            "percent": p.percent, "generated": p.generated, "passed": p.passed, "discarded": p.discarded,
-            "failed": p.failed, "imported": p.imported, "reasons": dict(reasons.get(stage, {})),
-            "calls": u.get("calls", 0), "prompt_tokens": u.get("prompt_tokens") or 0,
-            "completion_tokens": u.get("completion_tokens") or 0, "cost": u.get("cost") or 0,
-            "errors": u.get("errors", 0), "retried": u.get("retried", 0), "cached": u.get("cached", 0),
-        })
-    return rows
-
-
-def job_counters(job: GenerationJob) -> dict[str, Any]:
-    return {r["stage"]: {"generated": r["generated"], "passed": r["passed"], "discarded": r["reasons"],
-                         "failed": r["failed"], "imported": r["imported"]} for r in job_funnel(job)}
-
-
-def format_funnel(job: GenerationJob) -> str:
-    """The funnel as a plain-text table (for `generate --wait`)."""
-    rows = job_funnel(job)
-    header = f"{'stage':<22}{'state':<9}{'generated':>10}{'passed':>8}{'discarded':>10}{'failed':>7}  reasons"
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        reasons = ", ".join(f"{k}={v}" for k, v in sorted(r["reasons"].items()))
-        lines.append(f"{r['label']:<22}{r['state']:<9}{r['generated']:>10}{r['passed']:>8}{r['discarded']:>10}"
-                     f"{r['failed']:>7}  {reasons}")
-    job.refresh_from_db()
-    lines.append("")
-    lines.append(f"job {job.pk}: {job.status}; tokens {job.prompt_tokens} in / {job.completion_tokens} out; "
-                 f"cost ${job.cost_usd:.4f}" + (f"; error: {job.error}" if job.error else ""))
-    return "\n".join(lines)
-
-
-ARTIFACT_MODELS = [("intents", Intent), ("procedures", Procedure), ("apis", Api), ("flowgraph", Flowgraph),
-                   ("conversation_graph", ConversationGraph), ("paths", SampledPath),
-                   ("conversations", Conversation), ("tests", Test)]
-
-
-def job_artifact_counts(job: GenerationJob) -> dict[str, int]:
-    return {stage: model.objects.filter(job=job).count() for stage, model in ARTIFACT_MODELS}
-
-
-# --------------------------------------------------------------------------- graph pictures
-
-
-def graph_svg(*, obj: Flowgraph | ConversationGraph | SampledPath) -> tuple[str, str]:
-    """(svg, error message): the Graphviz picture of a graph row, cached on the row's svg field.
-
-    A sampled path is drawn as its conversation graph with the path highlighted (not cached: the
-    path row has no picture of its own).
-    """
-    from generation.pipeline.formats import graph_from_json
-    from generation.pipeline.render import GraphvizMissing, to_svg
-
-    if isinstance(obj, SampledPath):
-        source, highlight = obj.conversation_graph, obj.node_ids
-    else:
-        source, highlight = obj, None
-    if highlight is None and source.svg:
-        return source.svg, ""
-    try:
-        svg = to_svg(graph_from_json(source.data), highlight_path=highlight)
-    except GraphvizMissing as exc:
-        return "", str(exc)
-    except (GraphFormatError, RuntimeError, OSError) as exc:
-        return "", f"The graph could not be drawn: {exc}"
-    if highlight is None:
-        type(source).objects.filter(pk=source.pk).update(svg=svg)
-    return svg, ""

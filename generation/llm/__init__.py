@@ -1,0 +1,21 @@
+"""The one door to the LLM (see client.py): chat with retries, bounded concurrency, logging and caching."""
+from generation.llm.client import backoff_delay, chat, endpoint_semaphore, request_hash
+from generation.llm.config import (
+    NO_ENDPOINT_MESSAGE,
+    LLMError,
+    LLMFailed,
+    LLMResult,
+    LLMUnavailable,
+    cost_of,
+    endpoint_configured,
+    parse_prices,
+    public_endpoint,
+    require_endpoint,
+    stage_model,
+)
+
+__all__ = [
+    "NO_ENDPOINT_MESSAGE", "LLMError", "LLMFailed", "LLMResult", "LLMUnavailable", "backoff_delay", "chat",
+    "cost_of", "endpoint_configured", "endpoint_semaphore", "parse_prices", "public_endpoint", "request_hash",
+    "require_endpoint", "stage_model",
+]

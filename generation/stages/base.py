@@ -1,0 +1,182 @@
+"""Shared pieces of the stages: item results, keys, reply parsing, seeds and the LLM context."""
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import models as dj
+
+from generation import llm, prompts
+from generation.models import Api, GenerationJob, Stage
+from generation.pipeline.apis import ApiSpec, ParamSpec, api_to_dict
+from generation.pipeline.validate import errors
+
+STAGE_ORDER: list[str] = [s.value for s in Stage]
+INTENT_BATCH = 10
+MIN_PROCEDURE_CHARS = 40
+
+# Default temperatures: variety where the paper wants diversity, determinism where it parses.
+DEFAULT_TEMPERATURES = {
+    "intents": 1.0, "procedures": 0.7, "apis": 0.0, "flowgraph": 0.0,
+    "conversation_graph": 0.0, "conversations": 0.7,
+}
+JSON_FORMAT = {"type": "json_object"}
+
+
+@dataclass
+class Output:
+    model: type[dj.Model]
+    key: str
+    fields: dict[str, Any]
+
+
+@dataclass
+class DiscardSpec:
+    key: str
+    reason: str
+    detail: str = ""
+    example: str = ""
+
+
+@dataclass
+class ItemResult:
+    outcome: str = "passed"  # passed | discarded | failed | cancelled
+    outputs: list[Output] = field(default_factory=list)
+    discards: list[DiscardSpec] = field(default_factory=list)
+    generated: int = 0
+    passed: int = 0
+    failed: int = 0
+
+    @property
+    def discarded(self) -> int:
+        return len(self.discards) - self.failed
+
+    def discard(self, key: str, reason: str, detail: str = "", example: Any = "") -> "ItemResult":
+        text = example if isinstance(example, str) else json.dumps(example, ensure_ascii=False)
+        self.discards.append(DiscardSpec(key, reason[:100], detail[:4000], (text or "")[:4000]))
+        return self
+
+
+def needs_llm(stage: str, config: dict) -> bool:
+    if stage in ("intents", "procedures", "apis", "flowgraph"):
+        return True
+    if stage == "conversation_graph":
+        return config.get("conversation_graph") == "llm"
+    if stage == "conversations":
+        return config.get("conversations") in ("llm", "procedure")
+    return False
+
+
+def stage_skipped_by_config(stage: str, config: dict) -> bool:
+    """Stages that this configuration does not run at all."""
+    if config.get("conversations") == "procedure" and stage in ("flowgraph", "conversation_graph", "noise", "paths"):
+        return True
+    if stage == "noise" and not config.get("noise"):
+        return True
+    return False
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def item_key(stage: str, index: int, parent: Any) -> str:
+    return f"{stage}:{index}:{parent}"
+
+
+def split_key(key: str) -> tuple[str, int, str]:
+    stage, index, parent = key.split(":", 2)
+    return stage, int(index), parent
+
+
+def api_specs(procedure_id: int) -> list[ApiSpec]:
+    out = []
+    for a in Api.objects.filter(procedure_id=procedure_id).order_by("id"):
+        out.append(ApiSpec(
+            name=a.name, description=a.description,
+            params=[ParamSpec(name=p.get("name", ""), type=p.get("type", "str"), required=p.get("required", True),
+                              description=p.get("description", "")) for p in a.parameters],
+            output_name=a.output_name, output_type=a.output_type,
+        ))
+    return out
+
+
+def apis_json(specs: list[ApiSpec]) -> str:
+    return json.dumps([api_to_dict(a) for a in specs], ensure_ascii=False)
+
+
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+
+
+def parse_json_reply(text: str | None) -> Any:
+    """JSON from a model reply, tolerating code fences and prose around one object or list."""
+    if not text or not text.strip():
+        raise ValueError("empty reply")
+    stripped = _FENCE.sub("", text.strip())
+    try:
+        return json.loads(stripped)
+    except json.JSONDecodeError as first:
+        for open_, close in (("{", "}"), ("[", "]")):
+            a, b = stripped.find(open_), stripped.rfind(close)
+            if 0 <= a < b:
+                try:
+                    return json.loads(stripped[a:b + 1])
+                except json.JSONDecodeError:
+                    pass
+        raise ValueError(f"invalid JSON at line {first.lineno} column {first.colno}: {first.msg}") from None
+
+
+def list_in(data: Any, *names: str) -> list | None:
+    """The list a reply carries: itself, under one of `names`, or the only list value of an object."""
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict):
+        for name in names:
+            if isinstance(data.get(name), list):
+                return data[name]
+        lists = [v for v in data.values() if isinstance(v, list)]
+        if len(lists) == 1:
+            return lists[0]
+    return None
+
+
+def content_seed(seed: int, *parts: Any) -> int:
+    """A seed from the job seed and the item's content, not from row ids or task order.
+
+    Rerunning the same job therefore samples the same paths and realises the same conversations
+    (so a rerun's LLM prompts are identical and hit the cache), whatever order workers ran in.
+    """
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return seed * 1_000_003 + zlib.crc32(text.encode()) % 1_000_003
+
+
+def violations_json(violations) -> list[dict]:
+    return [{"rule": v.rule, "where": v.where, "message": v.message, "severity": v.severity} for v in violations]
+
+
+def discard_for_violations(result: ItemResult, key: str, violations, example: Any) -> ItemResult:
+    errs = errors(violations)
+    detail = "; ".join(f"{v.rule} at {v.where}: {v.message}" for v in errs[:10])
+    return result.discard(key, errs[0].rule, detail, example)
+
+
+class Context:
+    """What a stage function needs from the job, without holding the row across LLM calls."""
+
+    def __init__(self, job: GenerationJob) -> None:
+        self.job = job
+        self.config = job.config or {}
+        self.seed = int(self.config.get("seed", 0))
+
+    def llm(self, stage: str, template_id: str, key: str, messages: list[dict], json_mode: bool) -> str:
+        cfg_models = self.config.get("models") or {}
+        temps = {**DEFAULT_TEMPERATURES, **(self.config.get("temperatures") or {})}
+        result = llm.chat(
+            stage=stage, messages=messages, model=cfg_models.get(stage) or None,
+            temperature=float(temps.get(stage, 0.0)), response_format=JSON_FORMAT if json_mode else None,
+            job=self.job.pk, key=key, template=template_id, template_version=prompts.version_of(template_id),
+        )
+        return result.content or ""
+

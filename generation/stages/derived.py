@@ -1,0 +1,151 @@
+"""The stages after the conversation graph: noise, paths, conversations (offline or LLM) and tests."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from generation import prompts
+from generation.models import Conversation, ConversationGraph, Origin, Procedure, SampledPath, Test
+from generation.pipeline.extract import ApiCallParseError, extract_tests
+from generation.pipeline.formats import graph_from_json, graph_to_json, write_graph_text
+from generation.pipeline.noise import add_noise
+from generation.pipeline.realise import realise_conversation
+from generation.pipeline.sampling import sample_paths
+from generation.pipeline.validate import errors, validate_conversation, validate_conversation_graph
+from generation.stages.base import (
+    Context,
+    ItemResult,
+    Output,
+    api_specs,
+    apis_json,
+    content_seed,
+    discard_for_violations,
+    list_in,
+    parse_json_reply,
+    violations_json,
+)
+
+def run_noise(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
+    source = ConversationGraph.objects.get(pk=int(parent))
+    p = float(ctx.config.get("noise") or 0.0)
+    noisy = add_noise(graph_from_json(source.data), p, seed=content_seed(ctx.seed, source.data))
+    kinds = sorted({d["noise"] for _, d in noisy.nodes(data=True) if d.get("noise")})
+    violations = validate_conversation_graph(noisy, [a.name for a in api_specs(source.flowgraph.procedure_id)])
+    result = ItemResult(generated=1)
+    if errors(violations):
+        return discard_for_violations(result, key, violations, write_graph_text(noisy))
+    result.passed = 1
+    result.outputs.append(Output(ConversationGraph, key, {
+        "flowgraph_id": source.flowgraph_id, "mode": source.mode, "data": graph_to_json(noisy),
+        "text": write_graph_text(noisy), "noise_rate": p, "noise_kinds": kinds, "origin": Origin.DERIVED,
+        "validation": violations_json(violations),
+    }))
+    return result
+
+
+def run_paths(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
+    cg = ConversationGraph.objects.get(pk=int(parent))
+    m = int(ctx.config.get("paths") or 1)
+    sampler = ctx.config.get("sampler") or "algorithm1"
+    seed = content_seed(ctx.seed, cg.data)
+    result = ItemResult()
+    try:
+        paths = sample_paths(graph_from_json(cg.data), m, sampler=sampler, seed=seed)
+    except ValueError as exc:
+        result.generated = m
+        for i in range(m):
+            result.discard(f"paths:{index}:{cg.pk}:{i}", "sampling_failed", str(exc))
+        return result
+    for i, path in enumerate(paths):
+        result.generated += 1
+        result.passed += 1
+        result.outputs.append(Output(SampledPath, f"paths:{index}:{cg.pk}:{i}", {
+            "conversation_graph_id": cg.pk, "node_ids": [str(n) for n in path], "sampler": sampler,
+            "seed": seed, "index": i, "origin": Origin.DERIVED,
+        }))
+    return result
+
+
+def _conversation_reply(reply: str) -> list | None:
+    messages = list_in(parse_json_reply(reply), "messages", "conversation")
+    if messages is None or not all(isinstance(m, dict) for m in messages):
+        return None
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if not isinstance(content, str):
+            content = json.dumps(content, ensure_ascii=False)
+        out.append({"role": str(m.get("role", "")), "content": content})
+    return out
+
+
+def run_conversations(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
+    mode = ctx.config.get("conversations", "offline")
+    result = ItemResult(generated=1)
+    fields: dict[str, Any]
+    if parent.startswith("p"):  # A.7: straight from the procedure
+        procedure = Procedure.objects.get(pk=int(parent[1:]))
+        specs = api_specs(procedure.pk)
+        m = int(ctx.config.get("paths") or 1)
+        messages = prompts.render("A.7", procedure=procedure.text, apis=apis_json(specs), variant=index % m + 1)
+        reply = ctx.llm("conversations", "A.7", key, messages, json_mode=True)
+        fields = {"procedure_id": procedure.pk, "path_id": None, "mode": Conversation.Mode.PROCEDURE,
+                  "noise_kinds": []}
+    else:
+        path = SampledPath.objects.select_related("conversation_graph__flowgraph").get(pk=int(parent))
+        cg = path.conversation_graph
+        g = graph_from_json(cg.data)
+        procedure_id = cg.flowgraph.procedure_id
+        specs = api_specs(procedure_id)
+        kinds = sorted({g.nodes[n].get("noise") for n in path.node_ids if n in g and g.nodes[n].get("noise")})
+        fields = {"procedure_id": procedure_id, "path_id": path.pk, "noise_kinds": kinds}
+        if mode == "llm":
+            messages = prompts.render("A.6", conversation_graph=write_graph_text(g), apis=apis_json(specs),
+                                      path="[" + ", ".join(path.node_ids) + "]")
+            reply = ctx.llm("conversations", "A.6", key, messages, json_mode=True)
+            fields["mode"] = Conversation.Mode.LLM
+        else:
+            convo = realise_conversation(g, path.node_ids, specs,
+                                         seed=content_seed(ctx.seed, cg.data, path.node_ids, path.index))
+            reply = json.dumps(convo, ensure_ascii=False)
+            fields["mode"] = Conversation.Mode.OFFLINE
+            fields["origin"] = Origin.DERIVED
+    try:
+        convo = _conversation_reply(reply)
+    except ValueError as exc:
+        return result.discard(key, "invalid_json", str(exc), reply)
+    if convo is None:
+        return result.discard(key, "wrong_shape", "expected a list of {role, content} messages", reply)
+    violations = validate_conversation(convo, specs)
+    if errors(violations):
+        return discard_for_violations(result, key, violations, convo)
+    result.passed = 1
+    result.outputs.append(Output(Conversation, key, {**fields, "messages": convo,
+                                                     "validation": violations_json(violations)}))
+    return result
+
+
+def run_tests(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
+    convo = Conversation.objects.get(pk=int(parent))
+    result = ItemResult()
+    try:
+        tests = extract_tests(convo.messages)
+    except ApiCallParseError as exc:
+        result.generated = 1
+        return result.discard(key, "unparseable_api_call", str(exc), convo.messages)
+    for t in tests:
+        e = t["expected"]
+        result.generated += 1
+        result.passed += 1
+        fields = {"conversation_id": convo.pk, "position": t["position"], "context": t["context"],
+                  "origin": Origin.DERIVED}
+        if e["type"] == "api_call":
+            fields.update(expected_type=Test.ExpectedType.API_CALL, expected_api_name=e["name"][:200],
+                          expected_parameters=e["parameters"], expected_text="")
+        else:
+            fields.update(expected_type=Test.ExpectedType.REPLY, expected_text=e.get("content", ""),
+                          expected_api_name="", expected_parameters={})
+        result.outputs.append(Output(Test, f"tests:{index}:{convo.pk}:{t['position']}", fields))
+    return result
+
+
