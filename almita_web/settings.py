@@ -129,6 +129,10 @@ CELERY_TASK_IGNORE_RESULT = True
 # on the broker and a restarted worker runs it again; tasks are idempotent by construction.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# With `celery beat` running, the generation watchdog looks for stalled jobs every few minutes.
+CELERY_BEAT_SCHEDULE = {
+    "generation-watchdog": {"task": "generation.jobs_watchdog", "schedule": 300.0},
+}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -142,6 +146,10 @@ LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 4, minimum=1)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 4, minimum=0)
 LLM_BACKOFF_BASE = env_float("LLM_BACKOFF_BASE", 0.5, minimum=0.0)
 LLM_CACHE = env_bool("LLM_CACHE", True)
+# A reply that fails parsing or the stage's validators is re-asked this many times with the findings.
+LLM_REPAIR_ATTEMPTS = env_int("LLM_REPAIR_ATTEMPTS", 2, minimum=0)
+# An unfinished job with no progress for this long is marked failed by the watchdog.
+JOB_STALL_MINUTES = env_int("JOB_STALL_MINUTES", 30, minimum=1)
 _default_model = env_str("LLM_MODEL", "gpt-4o")
 LLM_STAGE_MODELS = {
     stage: env_str(f"LLM_MODEL_{stage.upper()}", _default_model)
@@ -203,7 +211,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Every log line passes the secret redactor (configured keys, sk-…, Bearer …, api-key: …).
+    "filters": {"redact": {"()": "generation.redact.RedactingFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
         # httpx logs request lines; keep them out of INFO so no header ever reaches a log.

@@ -77,6 +77,8 @@ class GenerationJob(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Last time a worker finished an item or moved the job; the watchdog reads it (JOB_STALL_MINUTES).
+    progress_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -114,6 +116,7 @@ class GenerationJob(models.Model):
         if error:
             self.error = error
         self.status = to
+        self.progress_at = now
 
 
 class Artifact(models.Model):
@@ -281,10 +284,14 @@ class Test(Artifact):
     expected_text = models.TextField(blank=True)
     expected_api_name = models.CharField(max_length=200, blank=True)
     expected_parameters = models.JSONField(default=dict, blank=True)
+    # sha256 of (context, expected): a job never stores two tests with the same one.
+    fingerprint = models.CharField(max_length=64, blank=True, default="")
 
     class Meta(Artifact.Meta):
         ordering = ["conversation_id", "position"]
         constraints = Artifact.Meta.constraints + [
+            models.UniqueConstraint(fields=["job", "fingerprint"], condition=Q(job__isnull=False) & ~Q(fingerprint=""),
+                                    name="test_unique_job_fingerprint"),
             models.UniqueConstraint(fields=["conversation", "position"], name="test_unique_position"),
             models.CheckConstraint(
                 condition=(
@@ -335,6 +342,10 @@ class StageProgress(models.Model):
     discarded = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     imported = models.PositiveIntegerField(default=0)
+    # Units that passed only after a repair turn (the reply first failed parsing or validation).
+    repaired = models.PositiveIntegerField(default=0)
+    # Shortfalls that are not discards, by reason: {"fewer_distinct_paths": n, "duplicate_test": n}.
+    notes = models.JSONField(default=dict, blank=True)
     items = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -374,10 +385,13 @@ class Discard(models.Model):
 
 
 class LLMOutcome(models.TextChoices):
+    IN_FLIGHT = "in_flight", "Sent, no reply yet"
     OK = "ok", "OK"
+    INVALID = "invalid", "Replied, failed parsing or validation"
     CACHED = "cached", "Cache hit"
     RETRIED = "retried", "Transient error, retried"
     ERROR = "error", "Failed"
+    LOST = "lost_in_flight", "Lost in flight (worker died)"
 
 
 class LLMCall(models.Model):
@@ -387,6 +401,10 @@ class LLMCall(models.Model):
     stage = models.CharField(max_length=32)
     key = models.CharField(max_length=200, blank=True)
     attempt = models.PositiveSmallIntegerField(default=1)
+    # 0 for the first question, n for the n-th repair turn of the same conversation.
+    repair = models.PositiveSmallIntegerField(default=0)
+    # Which of n samples of the same prompt this is (part of the cache key when temperature > 0).
+    sample = models.PositiveIntegerField(default=0)
     model = models.CharField(max_length=200)
     template = models.CharField(max_length=100, blank=True)
     template_version = models.CharField(max_length=20, blank=True)
@@ -399,6 +417,14 @@ class LLMCall(models.Model):
     completion_tokens = models.PositiveIntegerField(default=0)
     latency_ms = models.PositiveIntegerField(default=0)
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.OK)
+    # The reply parsed and passed its stage's validators: only such rows are served from the cache.
+    validated = models.BooleanField(default=False)
+    # Validator rule ids when the outcome is invalid.
+    rules = models.JSONField(default=list, blank=True)
+    # prompt_tokens is an estimate from the text (no reply with usage came back).
+    tokens_estimated = models.BooleanField(default=False)
+    # "host:pid" of the process that sent it, to tell orphaned in-flight rows after a crash.
+    worker = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     created_at = models.DateTimeField(default=timezone.now)
@@ -408,6 +434,7 @@ class LLMCall(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(outcome__in=LLMOutcome.values), name="llmcall_outcome_valid"),
         ]
+        indexes = [models.Index(fields=["outcome", "worker"], name="llmcall_outcome_worker")]
 
     def __str__(self) -> str:
         return f"{self.stage} {self.model} ({self.outcome})"

@@ -20,14 +20,12 @@ import logging
 import random
 import threading
 import time
-from decimal import Decimal
 from typing import Any
 
 import openai
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F
 
+from generation.llm import accounting
 from generation.llm.config import (
     NO_ENDPOINT_MESSAGE,
     LLMFailed,
@@ -37,7 +35,8 @@ from generation.llm.config import (
     public_endpoint,
     stage_model,
 )
-from generation.models import GenerationJob, LLMCall, LLMOutcome
+from generation.models import LLMCall, LLMOutcome
+from generation.redact import redact, redact_json
 
 
 # The client's HTTP library logs every request line at INFO; keep them (and any header) out.
@@ -132,18 +131,12 @@ def request_hash(request: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def _record(job, **fields) -> LLMCall:
-    """One LLMCall row, and the job's token and cost totals, in one short transaction."""
-    job_id = job.pk if isinstance(job, GenerationJob) else job
-    with transaction.atomic():
-        call = LLMCall.objects.create(job_id=job_id, **fields)
-        if job_id is not None and (fields.get("prompt_tokens") or fields.get("completion_tokens")):
-            GenerationJob.objects.filter(pk=job_id).update(
-                prompt_tokens=F("prompt_tokens") + fields.get("prompt_tokens", 0),
-                completion_tokens=F("completion_tokens") + fields.get("completion_tokens", 0),
-                cost_usd=F("cost_usd") + fields.get("cost_usd", Decimal(0)),
-            )
-    return call
+def cache_key(request: dict[str, Any], sample: int) -> str:
+    """The cache key: the whole request (model, messages, temperature, format, tools), plus the
+    sample index when temperature > 0 — n samples of one prompt are n different samples."""
+    if float(request.get("temperature") or 0.0) > 0 and sample:
+        return request_hash({**request, "sample": sample})
+    return request_hash(request)
 
 
 def _tool_calls(message: Any) -> list[dict[str, str]]:
@@ -171,11 +164,20 @@ def chat(
     api_key: str | None = None,
     use_cache: bool | None = None,
     timeout: float | None = None,
+    sample: int = 0,
+    repair: int = 0,
+    validated: bool = False,
 ) -> LLMResult:
     """One chat completion with retries, bounded concurrency, logging and caching.
 
     `job` is a GenerationJob, a job id or None. Raises LLMUnavailable when no endpoint is set and
     LLMFailed when the call fails for good (every attempt is an LLMCall row either way).
+
+    Each attempt's row is written `in_flight` before the request goes out and completed after, so
+    a killed worker leaves a row behind (see accounting.calls_mark_lost). Cache hits are served
+    only from rows marked `validated` — the caller (repair.ask) marks a reply validated once it
+    parsed and passed its stage; `validated=True` here marks it at once (callers with no
+    validator, e.g. evaluation agents).
     """
     base_url = base_url or settings.OPENAI_BASE_URL
     if not base_url:
@@ -184,23 +186,24 @@ def chat(
     model = model or stage_model(stage)
     timeout = timeout or settings.OPENAI_TIMEOUT
     use_cache = settings.LLM_CACHE if use_cache is None else use_cache
+    secrets = [api_key] if api_key else []
 
     request: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
     if response_format:
         request["response_format"] = response_format
     if tools:
         request["tools"] = tools
-    digest = request_hash(request)
-    logged_request = {**request, "endpoint": public_endpoint(base_url)}
+    digest = cache_key(request, sample)
+    logged_request = redact_json({**request, "endpoint": public_endpoint(base_url)}, secrets)
     common = dict(stage=stage, key=key, model=model, template=template, template_version=template_version,
-                  prompt_hash=digest, request=logged_request)
+                  prompt_hash=digest, request=logged_request, sample=sample, repair=repair)
 
     if use_cache:
-        hit = (LLMCall.objects.filter(prompt_hash=digest, outcome=LLMOutcome.OK)
-               .order_by("-id").values("response", "tool_calls", "prompt_tokens", "completion_tokens").first())
+        hit = (LLMCall.objects.filter(prompt_hash=digest, outcome=LLMOutcome.OK, validated=True)
+               .order_by("-id").values("response", "tool_calls").first())
         if hit is not None:
-            call = _record(job, **common, attempt=1, response=hit["response"], tool_calls=hit["tool_calls"],
-                           outcome=LLMOutcome.CACHED)
+            call = accounting.record(job, **common, attempt=1, response=hit["response"], tool_calls=hit["tool_calls"],
+                                     outcome=LLMOutcome.CACHED, validated=True)
             return LLMResult(content=hit["response"], tool_calls=hit["tool_calls"], cached=True, call_id=call.pk,
                              model=model, prompt_tokens=0, completion_tokens=0)
 
@@ -211,11 +214,13 @@ def chat(
         kwargs["response_format"] = response_format
     if tools:
         kwargs["tools"] = tools
+    estimate = accounting.estimate_prompt_tokens(messages)
 
     attempts = settings.LLM_MAX_RETRIES + 1
     for attempt in range(1, attempts + 1):
-        started = time.monotonic()
         with semaphore:
+            call_id = accounting.call_start(job, **common, attempt=attempt, prompt_tokens=estimate)
+            started = time.monotonic()
             try:
                 completion = client.chat.completions.create(**kwargs)
                 message = completion.choices[0].message
@@ -227,20 +232,25 @@ def chat(
                 error = exc
         latency_ms = int((time.monotonic() - started) * 1000)
         if error is None:
-            pt = getattr(usage, "prompt_tokens", 0) or 0
+            reported = getattr(usage, "prompt_tokens", None)
+            pt = reported if reported else estimate
             ct = getattr(usage, "completion_tokens", 0) or 0
             cost = cost_of(model, pt, ct)
-            call = _record(job, **common, attempt=attempt, response=content or "", tool_calls=calls,
-                           prompt_tokens=pt, completion_tokens=ct, latency_ms=latency_ms,
-                           outcome=LLMOutcome.OK, cost_usd=cost)
+            accounting.call_finish(call_id, job, response=redact(content or "", secrets), tool_calls=calls,
+                                   prompt_tokens=pt, completion_tokens=ct, latency_ms=latency_ms,
+                                   outcome=LLMOutcome.OK, cost_usd=cost, tokens_estimated=not reported,
+                                   validated=validated)
             return LLMResult(content=content, tool_calls=calls, prompt_tokens=pt, completion_tokens=ct,
-                             latency_ms=latency_ms, cached=False, call_id=call.pk, model=model, cost_usd=cost)
+                             latency_ms=latency_ms, cached=False, call_id=call_id, model=model, cost_usd=cost)
         retryable, why, retry_after = _classify(error)
+        why = redact(why, secrets)
         last = attempt == attempts or not retryable
-        call = _record(job, **common, attempt=attempt, latency_ms=latency_ms,
-                       outcome=LLMOutcome.ERROR if last else LLMOutcome.RETRIED, error=why[:2000])
+        # A request that got no usable reply still cost its prompt (estimated): count it.
+        accounting.call_finish(call_id, job, latency_ms=latency_ms, error=why[:2000],
+                               outcome=LLMOutcome.ERROR if last else LLMOutcome.RETRIED,
+                               prompt_tokens=0, tokens_estimated=False)
         if last:
             reason = (f"{why} (after {attempt} attempts)" if retryable else f"{why} (not retried)")
-            raise LLMFailed(reason, call_id=call.pk)
+            raise LLMFailed(reason, call_id=call_id)
         time.sleep(backoff_delay(attempt, retry_after))
     raise AssertionError("unreachable")

@@ -23,12 +23,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Callable
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from generation import llm
 from generation.models import (
-    Discard,
     Flowgraph,
     GenerationJob,
     IllegalTransition,
@@ -41,8 +40,10 @@ from generation.models import (
 )
 from generation.services.config import JobConfigError, job_config_normalise, llm_stages
 from generation.services.importing import _import_rows, import_parse
+from generation.services.health import items_raised_message, stage_dead, stage_failure_message
+from generation.services.items import item_run
 from generation.services.reporting import job_counters
-from generation.stages import STAGE_ORDER, ItemResult, needs_llm, plan, process
+from generation.stages import STAGE_ORDER, needs_llm, plan
 
 Publisher = Callable[[str, str], None]
 
@@ -182,11 +183,20 @@ def job_advance(*, job_id: int, publish: Publisher) -> None:
         if job.status == JobStatus.QUEUED:
             _transition(job_id, JobStatus.RUNNING)
             continue
-        sp = (StageProgress.objects.filter(job_id=job_id)
-              .exclude(state__in=[StageState.DONE, StageState.SKIPPED]).order_by())
-        pending = sorted(sp, key=lambda p: STAGE_ORDER.index(p.stage))
+        stages = sorted(StageProgress.objects.filter(job_id=job_id).order_by(),
+                        key=lambda p: STAGE_ORDER.index(p.stage))
+        dead = next((p for p in stages if stage_dead(p)), None)
+        if dead is not None:
+            # Nothing downstream can run on zero survivors: say so instead of "succeeded, 0 tests".
+            job_fail(job_id=job_id, error=stage_failure_message(dead))
+            return
+        pending = [p for p in stages if p.state not in (StageState.DONE, StageState.SKIPPED)]
         if not pending:
-            _transition(job_id, JobStatus.SUCCEEDED)
+            raised = items_raised_message(job_id)
+            if raised:
+                job_fail(job_id=job_id, error=raised)
+            else:
+                _transition(job_id, JobStatus.SUCCEEDED)
             return
         current = pending[0]
         if current.state == StageState.RUNNING:
@@ -220,51 +230,6 @@ def job_advance(*, job_id: int, publish: Publisher) -> None:
         StageProgress.objects.filter(pk=current.pk, state=StageState.PLANNING).update(state=StageState.RUNNING)
 
 
-def _write(job: GenerationJob, stage: str, result: ItemResult) -> None:
-    for out in result.outputs:
-        fields = {"origin": Origin.GENERATED, "validation": [], **out.fields}
-        try:
-            with transaction.atomic():
-                out.model.objects.update_or_create(job=job, key=out.key, defaults=fields)
-        except IntegrityError:
-            # Another run of this item created the row between our read and our insert.
-            out.model.objects.filter(job=job, key=out.key).update(**fields)
-    for d in result.discards:
-        Discard.objects.update_or_create(job=job, stage=stage, key=d.key,
-                                         defaults={"reason": d.reason, "detail": d.detail, "example": d.example})
-
-
-def item_run(*, job_id: int, stage: str, key: str) -> bool:
-    """Process one work item once; True when the caller should enqueue `job_advance`."""
-    sp = StageProgress.objects.only("id", "items", "state").get(job_id=job_id, stage=stage)
-    if key in sp.items:
-        return sp.state == StageState.DONE  # a redelivery: make sure the job moves on
-    job = GenerationJob.objects.get(pk=job_id)
-    if job.status != JobStatus.RUNNING:
-        result = ItemResult(outcome="cancelled")
-    else:
-        result = process(job, key)
-        if result.outcome != "failed":
-            result.outcome = "passed" if result.passed else "discarded"
-    with transaction.atomic():
-        sp = StageProgress.objects.select_for_update().get(pk=sp.pk)
-        if key in sp.items:
-            return False
-        _write(job, stage, result)
-        sp.items[key] = result.outcome
-        sp.done = len(sp.items)
-        sp.generated += result.generated
-        sp.passed += result.passed
-        sp.discarded += result.discarded
-        sp.failed += result.failed
-        completed = sp.state == StageState.RUNNING and len(sp.items) >= sp.total
-        if completed:
-            sp.state = StageState.DONE
-            sp.finished_at = timezone.now()
-        sp.save()
-    return completed
-
-
 def job_run_inline(*, job: GenerationJob) -> GenerationJob:
     """Run a job to the end in this process (demo data, tests, `generate --inline`)."""
 
@@ -295,7 +260,12 @@ def job_resume(*, job: GenerationJob) -> int:
 
 
 def jobs_recover() -> int:
-    """Resume every job that is not finished (see tasks.jobs_recover_task)."""
+    """Resume every job that is not finished (see tasks.jobs_recover_task).
+
+    First the in-flight LLM rows of dead workers are marked lost_in_flight (their prompts are
+    charged to the job); the items they belonged to are not marked done, so they are re-sent.
+    """
+    llm.calls_mark_lost()
     sent = 0
     for job in GenerationJob.objects.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING]):
         sent += job_resume(job=job)

@@ -42,7 +42,10 @@ def job_funnel(job: GenerationJob) -> list[dict[str, Any]]:
     usage = {row["stage"]: row for row in LLMCall.objects.filter(job=job).values("stage").annotate(
         calls=Count("id"), prompt_tokens=Sum("prompt_tokens"), completion_tokens=Sum("completion_tokens"),
         cost=Sum("cost_usd"), errors=Count("id", filter=Q(outcome="error")),
-        retried=Count("id", filter=Q(outcome="retried")), cached=Count("id", filter=Q(outcome="cached")))}
+        retried=Count("id", filter=Q(outcome="retried")), cached=Count("id", filter=Q(outcome="cached")),
+        invalid=Count("id", filter=Q(outcome="invalid")), in_flight=Count("id", filter=Q(outcome="in_flight")),
+        lost=Count("id", filter=Q(outcome="lost_in_flight")),
+        estimated=Count("id", filter=Q(tokens_estimated=True, outcome__in=["ok", "in_flight", "lost_in_flight"])))}
     rows = []
     for stage in STAGE_ORDER:
         p = progress.get(stage)
@@ -56,24 +59,28 @@ def job_funnel(job: GenerationJob) -> list[dict[str, Any]]:
             "calls": u.get("calls", 0), "prompt_tokens": u.get("prompt_tokens") or 0,
             "completion_tokens": u.get("completion_tokens") or 0, "cost": u.get("cost") or 0,
             "errors": u.get("errors", 0), "retried": u.get("retried", 0), "cached": u.get("cached", 0),
+            "invalid": u.get("invalid", 0), "in_flight": u.get("in_flight", 0), "lost": u.get("lost", 0),
+            "estimated": u.get("estimated", 0), "repaired": p.repaired, "notes": dict(p.notes or {}),
         })
     return rows
 
 
 def job_counters(job: GenerationJob) -> dict[str, Any]:
     return {r["stage"]: {"generated": r["generated"], "passed": r["passed"], "discarded": r["reasons"],
-                         "failed": r["failed"], "imported": r["imported"]} for r in job_funnel(job)}
+                         "failed": r["failed"], "imported": r["imported"], "repaired": r["repaired"],
+                         "notes": r["notes"], "lost_in_flight": r["lost"]} for r in job_funnel(job)}
 
 
 def format_funnel(job: GenerationJob) -> str:
     """The funnel as a plain-text table (for `generate --wait`)."""
     rows = job_funnel(job)
-    header = f"{'stage':<22}{'state':<9}{'generated':>10}{'passed':>8}{'discarded':>10}{'failed':>7}  reasons"
+    header = (f"{'stage':<22}{'state':<9}{'generated':>10}{'passed':>8}{'repaired':>9}{'discarded':>10}"
+              f"{'failed':>7}  reasons")
     lines = [header, "-" * len(header)]
     for r in rows:
-        reasons = ", ".join(f"{k}={v}" for k, v in sorted(r["reasons"].items()))
-        lines.append(f"{r['label']:<22}{r['state']:<9}{r['generated']:>10}{r['passed']:>8}{r['discarded']:>10}"
-                     f"{r['failed']:>7}  {reasons}")
+        reasons = ", ".join(f"{k}={v}" for k, v in sorted({**r["reasons"], **r["notes"]}.items()))
+        lines.append(f"{r['label']:<22}{r['state']:<9}{r['generated']:>10}{r['passed']:>8}{r['repaired']:>9}"
+                     f"{r['discarded']:>10}{r['failed']:>7}  {reasons}")
     job.refresh_from_db()
     lines.append("")
     lines.append(f"job {job.pk}: {job.status}; tokens {job.prompt_tokens} in / {job.completion_tokens} out; "

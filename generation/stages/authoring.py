@@ -29,28 +29,33 @@ def run_intents(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     total = int(ctx.config.get("intents") or 0)
     want = min(INTENT_BATCH, total - index * INTENT_BATCH)
     messages = prompts.render("A.1", number_issues=want, batch=index)
-    reply = ctx.llm("intents", "A.1", key, messages, json_mode=True)
-    result = ItemResult()
-    try:
-        items = list_in(parse_json_reply(reply), "intents", "issues")
-    except ValueError as exc:
-        result.generated = 1
-        return result.discard(key, "invalid_json", str(exc), reply)
-    if items is None:
-        result.generated = 1
-        return result.discard(key, "wrong_shape", "expected a list of intents", reply)
-    for i, item in enumerate(items[:want]):
-        out_key = f"intents:{index * INTENT_BATCH + i}"
-        result.generated += 1
-        if not isinstance(item, dict) or not all(isinstance(item.get(f), str) and item[f].strip()
-                                                for f in ("client", "issue", "name")):
-            result.discard(out_key, "intent_missing_field", "client, issue and name must be non-empty text", item)
-            continue
-        result.passed += 1
-        result.outputs.append(Output(Intent, out_key, {
-            "client": item["client"].strip()[:200], "issue": item["issue"].strip(), "name": item["name"].strip()[:200],
-        }))
-    return result
+
+    def interpret(reply: str) -> ItemResult:
+        result = ItemResult()
+        try:
+            items = list_in(parse_json_reply(reply), "intents", "issues")
+        except ValueError as exc:
+            result.generated = 1
+            return result.discard(key, "invalid_json", str(exc), reply)
+        if items is None:
+            result.generated = 1
+            return result.discard(key, "wrong_shape", "expected a list of intents", reply)
+        for i, item in enumerate(items[:want]):
+            out_key = f"intents:{index * INTENT_BATCH + i}"
+            result.generated += 1
+            if not isinstance(item, dict) or not all(isinstance(item.get(f), str) and item[f].strip()
+                                                    for f in ("client", "issue", "name")):
+                result.discard(out_key, "intent_missing_field",
+                               f"intent {i + 1}: client, issue and name must be non-empty text", item)
+                continue
+            result.passed += 1
+            result.outputs.append(Output(Intent, out_key, {
+                "client": item["client"].strip()[:200], "issue": item["issue"].strip(),
+                "name": item["name"].strip()[:200],
+            }))
+        return result
+
+    return ctx.ask("intents", "A.1", key, messages, True, interpret, sample=index)
 
 
 def run_procedures(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
@@ -58,39 +63,48 @@ def run_procedures(ctx: Context, key: str, index: int, parent: str) -> ItemResul
     k = int(ctx.config.get("procedures_per_intent") or 1)
     messages = prompts.render("A.2", client=intent.client, issue=intent.issue, name=intent.name,
                               variant=index % k + 1, variants=k)
-    text = ctx.llm("procedures", "A.2", key, messages, json_mode=False).strip()
-    result = ItemResult(generated=1)
-    if len(text) < MIN_PROCEDURE_CHARS:
-        return result.discard(key, "procedure_too_short", f"{len(text)} characters (< {MIN_PROCEDURE_CHARS})", text)
-    title = next((ln.lstrip("# ").strip() for ln in text.splitlines() if ln.strip()), "")[:300]
-    result.passed = 1
-    result.outputs.append(Output(Procedure, key, {"intent_id": intent.pk, "title": title, "text": text}))
-    return result
+
+    def interpret(reply: str) -> ItemResult:
+        text = reply.strip()
+        result = ItemResult(generated=1)
+        if len(text) < MIN_PROCEDURE_CHARS:
+            return result.discard(key, "procedure_too_short",
+                                  f"{len(text)} characters (< {MIN_PROCEDURE_CHARS})", text)
+        title = next((ln.lstrip("# ").strip() for ln in text.splitlines() if ln.strip()), "")[:300]
+        result.passed = 1
+        result.outputs.append(Output(Procedure, key, {"intent_id": intent.pk, "title": title, "text": text}))
+        return result
+
+    return ctx.ask("procedures", "A.2", key, messages, False, interpret, sample=index)
 
 
 def run_apis(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     procedure = Procedure.objects.get(pk=int(parent))
     messages = prompts.render("A.3", procedure=procedure.text)
-    reply = ctx.llm("apis", "A.3", key, messages, json_mode=True)
-    result = ItemResult(generated=1)
-    try:
-        data = parse_json_reply(reply)
-    except ValueError as exc:
-        return result.discard(key, "invalid_json", str(exc), reply)
-    try:
-        specs = parse_api_list(data)
-    except ApiFormatError as exc:
-        return result.discard(key, "wrong_shape", str(exc), reply)
-    if not specs:
-        return result.discard(key, "no_apis", "the procedure needs no API", reply)
-    result.passed = 1
-    for spec in specs:
-        d = api_to_dict(spec)
-        result.outputs.append(Output(Api, f"apis:{procedure.pk}:{spec.name}"[:200], {
-            "procedure_id": procedure.pk, "name": spec.name[:200], "description": spec.description,
-            "parameters": d["params"], "output_name": spec.output_name[:200], "output_type": spec.output_type[:200],
-        }))
-    return result
+
+    def interpret(reply: str) -> ItemResult:
+        result = ItemResult(generated=1)
+        try:
+            data = parse_json_reply(reply)
+        except ValueError as exc:
+            return result.discard(key, "invalid_json", str(exc), reply)
+        try:
+            specs = parse_api_list(data)
+        except ApiFormatError as exc:
+            return result.discard(key, "wrong_shape", str(exc), reply)
+        if not specs:
+            return result.discard(key, "no_apis", "the procedure needs no API", reply)
+        result.passed = 1
+        for spec in specs:
+            d = api_to_dict(spec)
+            result.outputs.append(Output(Api, f"apis:{procedure.pk}:{spec.name}"[:200], {
+                "procedure_id": procedure.pk, "name": spec.name[:200], "description": spec.description,
+                "parameters": d["params"], "output_name": spec.output_name[:200],
+                "output_type": spec.output_type[:200],
+            }))
+        return result
+
+    return ctx.ask("apis", "A.3", key, messages, True, interpret, sample=index)
 
 
 def _graph_reply(text: str, kind: str):
@@ -103,47 +117,54 @@ def run_flowgraph(ctx: Context, key: str, index: int, parent: str) -> ItemResult
     procedure = Procedure.objects.get(pk=int(parent))
     specs = api_specs(procedure.pk)
     messages = prompts.render("A.4", procedure=procedure.text, apis=apis_json(specs))
-    reply = ctx.llm("flowgraph", "A.4", key, messages, json_mode=False)
-    result = ItemResult(generated=1)
-    try:
-        g = _graph_reply(reply, "flowgraph")
-    except GraphFormatError as exc:
-        return result.discard(key, "unparseable_graph", str(exc), reply)
-    violations = validate_flowgraph(g, [a.name for a in specs])
-    if errors(violations):
-        return discard_for_violations(result, key, violations, reply)
-    result.passed = 1
-    result.outputs.append(Output(Flowgraph, key, {
-        "procedure_id": procedure.pk, "data": graph_to_json(g), "text": write_graph_text(g),
-        "validation": violations_json(violations),
-    }))
-    return result
+
+    def interpret(reply: str) -> ItemResult:
+        result = ItemResult(generated=1)
+        try:
+            g = _graph_reply(reply, "flowgraph")
+        except GraphFormatError as exc:
+            return result.discard(key, "unparseable_graph", str(exc), reply)
+        violations = validate_flowgraph(g, [a.name for a in specs])
+        if errors(violations):
+            return discard_for_violations(result, key, violations, reply)
+        result.passed = 1
+        result.outputs.append(Output(Flowgraph, key, {
+            "procedure_id": procedure.pk, "data": graph_to_json(g), "text": write_graph_text(g),
+            "validation": violations_json(violations),
+        }))
+        return result
+
+    return ctx.ask("flowgraph", "A.4", key, messages, False, interpret, sample=index)
 
 
 def run_conversation_graph(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     fg = Flowgraph.objects.get(pk=int(parent))
     specs = api_specs(fg.procedure_id)
     g = graph_from_json(fg.data)
-    result = ItemResult(generated=1)
     mode = ctx.config.get("conversation_graph", "deterministic")
-    if mode == "llm":
-        messages = prompts.render("A.5", flowgraph=write_graph_text(g))
-        reply = ctx.llm("conversation_graph", "A.5", key, messages, json_mode=False)
+
+    def accept(cg, example: Any) -> ItemResult:
+        result = ItemResult(generated=1)
+        violations = validate_conversation_graph(cg, [a.name for a in specs])
+        if errors(violations):
+            return discard_for_violations(result, key, violations, example)
+        result.passed = 1
+        result.outputs.append(Output(ConversationGraph, key, {
+            "flowgraph_id": fg.pk, "mode": mode, "data": graph_to_json(cg), "text": write_graph_text(cg),
+            "noise_rate": 0.0, "noise_kinds": [], "validation": violations_json(violations),
+        }))
+        return result
+
+    if mode != "llm":
+        cg = flowgraph_to_conversation_graph(g)
+        return accept(cg, write_graph_text(cg))
+
+    def interpret(reply: str) -> ItemResult:
         try:
             cg = _graph_reply(reply, "conversation")
         except GraphFormatError as exc:
-            return result.discard(key, "unparseable_graph", str(exc), reply)
-        example: Any = reply
-    else:
-        cg = flowgraph_to_conversation_graph(g)
-        example = write_graph_text(cg)
-    violations = validate_conversation_graph(cg, [a.name for a in specs])
-    if errors(violations):
-        return discard_for_violations(result, key, violations, example)
-    result.passed = 1
-    result.outputs.append(Output(ConversationGraph, key, {
-        "flowgraph_id": fg.pk, "mode": mode, "data": graph_to_json(cg), "text": write_graph_text(cg),
-        "noise_rate": 0.0, "noise_kinds": [], "validation": violations_json(violations),
-    }))
-    return result
+            return ItemResult(generated=1).discard(key, "unparseable_graph", str(exc), reply)
+        return accept(cg, reply)
 
+    messages = prompts.render("A.5", flowgraph=write_graph_text(g))
+    return ctx.ask("conversation_graph", "A.5", key, messages, False, interpret, sample=index)

@@ -5,8 +5,9 @@ import json
 import re
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
+from django.conf import settings
 from django.db import models as dj
 
 from generation import llm, prompts
@@ -49,6 +50,9 @@ class ItemResult:
     generated: int = 0
     passed: int = 0
     failed: int = 0
+    repaired: int = 0
+    # Shortfalls that are not discards, by reason (e.g. fewer distinct paths than asked).
+    notes: dict[str, int] = field(default_factory=dict)
 
     @property
     def discarded(self) -> int:
@@ -170,13 +174,36 @@ class Context:
         self.config = job.config or {}
         self.seed = int(self.config.get("seed", 0))
 
-    def llm(self, stage: str, template_id: str, key: str, messages: list[dict], json_mode: bool) -> str:
-        cfg_models = self.config.get("models") or {}
+    def temperature(self, stage: str) -> float:
         temps = {**DEFAULT_TEMPERATURES, **(self.config.get("temperatures") or {})}
-        result = llm.chat(
-            stage=stage, messages=messages, model=cfg_models.get(stage) or None,
-            temperature=float(temps.get(stage, 0.0)), response_format=JSON_FORMAT if json_mode else None,
-            job=self.job.pk, key=key, template=template_id, template_version=prompts.version_of(template_id),
-        )
-        return result.content or ""
+        return float(temps.get(stage, 0.0))
 
+    def ask(self, stage: str, template_id: str, key: str, messages: list[dict], json_mode: bool,
+            interpret: Callable[[str], ItemResult], sample: int = 0) -> ItemResult:
+        """Ask the LLM and interpret the reply; a reply with discards is repaired (llm.ask) first.
+
+        `interpret(reply)` turns a reply into the item's result without side effects; its discards
+        are the findings sent back in the repair turn. The result of the last reply is returned,
+        with `repaired` set when it passed only after a repair, and every attempt's reasons in the
+        discard details when it never passed.
+        """
+        final: dict[str, ItemResult] = {}
+
+        def check(reply: str) -> list[tuple[str, str]]:
+            final["result"] = interpret(reply)
+            return [(d.reason, d.detail or d.reason) for d in final["result"].discards]
+
+        answer = llm.ask(
+            messages=messages, check=check, stage=stage, model=(self.config.get("models") or {}).get(stage) or None,
+            temperature=self.temperature(stage), response_format=JSON_FORMAT if json_mode else None,
+            job=self.job.pk, key=key, template=template_id, template_version=prompts.version_of(template_id),
+            use_cache=bool(settings.LLM_CACHE and self.config.get("cache", True)), sample=sample,
+        )
+        result = final["result"]
+        if answer.repaired:
+            result.repaired = result.passed
+        if answer.history and not answer.passed and len(answer.history) > 1:
+            every = answer.history_text()
+            for d in result.discards:
+                d.detail = f"{d.detail} [{every}]"[:4000]
+        return result

@@ -1,6 +1,7 @@
 """The stages after the conversation graph: noise, paths, conversations (offline or LLM) and tests."""
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -25,6 +26,12 @@ from generation.stages.base import (
     violations_json,
 )
 
+def case_fingerprint(context: Any, expected: Any) -> str:
+    """Identity of a test for de-duplication: its context and expected output, nothing else."""
+    text = json.dumps([context, expected], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def run_noise(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     source = ConversationGraph.objects.get(pk=int(parent))
     p = float(ctx.config.get("noise") or 0.0)
@@ -44,6 +51,11 @@ def run_noise(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
 
 
 def run_paths(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
+    """Sample M paths of one graph; a job never stores two paths with the same node sequence.
+
+    When the sampler returns repeats (the graph has fewer distinct paths than asked, or the
+    sampler drew one twice), the repeats are dropped and the shortfall is a funnel note.
+    """
     cg = ConversationGraph.objects.get(pk=int(parent))
     m = int(ctx.config.get("paths") or 1)
     sampler = ctx.config.get("sampler") or "algorithm1"
@@ -56,13 +68,21 @@ def run_paths(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
         for i in range(m):
             result.discard(f"paths:{index}:{cg.pk}:{i}", "sampling_failed", str(exc))
         return result
-    for i, path in enumerate(paths):
+    seen: set[tuple[str, ...]] = set()
+    for path in paths:
+        nodes = tuple(str(n) for n in path)
+        if nodes in seen:
+            continue
+        seen.add(nodes)
+        i = len(seen) - 1
         result.generated += 1
         result.passed += 1
         result.outputs.append(Output(SampledPath, f"paths:{index}:{cg.pk}:{i}", {
-            "conversation_graph_id": cg.pk, "node_ids": [str(n) for n in path], "sampler": sampler,
+            "conversation_graph_id": cg.pk, "node_ids": list(nodes), "sampler": sampler,
             "seed": seed, "index": i, "origin": Origin.DERIVED,
         }))
+    if len(seen) < m:
+        result.notes["fewer_distinct_paths"] = m - len(seen)
     return result
 
 
@@ -81,14 +101,15 @@ def _conversation_reply(reply: str) -> list | None:
 
 def run_conversations(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     mode = ctx.config.get("conversations", "offline")
-    result = ItemResult(generated=1)
     fields: dict[str, Any]
+    messages: list[dict] | None = None
+    template = "A.6"
     if parent.startswith("p"):  # A.7: straight from the procedure
         procedure = Procedure.objects.get(pk=int(parent[1:]))
         specs = api_specs(procedure.pk)
         m = int(ctx.config.get("paths") or 1)
         messages = prompts.render("A.7", procedure=procedure.text, apis=apis_json(specs), variant=index % m + 1)
-        reply = ctx.llm("conversations", "A.7", key, messages, json_mode=True)
+        template = "A.7"
         fields = {"procedure_id": procedure.pk, "path_id": None, "mode": Conversation.Mode.PROCEDURE,
                   "noise_kinds": []}
     else:
@@ -102,27 +123,32 @@ def run_conversations(ctx: Context, key: str, index: int, parent: str) -> ItemRe
         if mode == "llm":
             messages = prompts.render("A.6", conversation_graph=write_graph_text(g), apis=apis_json(specs),
                                       path="[" + ", ".join(path.node_ids) + "]")
-            reply = ctx.llm("conversations", "A.6", key, messages, json_mode=True)
             fields["mode"] = Conversation.Mode.LLM
         else:
             convo = realise_conversation(g, path.node_ids, specs,
                                          seed=content_seed(ctx.seed, cg.data, path.node_ids, path.index))
-            reply = json.dumps(convo, ensure_ascii=False)
             fields["mode"] = Conversation.Mode.OFFLINE
             fields["origin"] = Origin.DERIVED
-    try:
-        convo = _conversation_reply(reply)
-    except ValueError as exc:
-        return result.discard(key, "invalid_json", str(exc), reply)
-    if convo is None:
-        return result.discard(key, "wrong_shape", "expected a list of {role, content} messages", reply)
-    violations = validate_conversation(convo, specs)
-    if errors(violations):
-        return discard_for_violations(result, key, violations, convo)
-    result.passed = 1
-    result.outputs.append(Output(Conversation, key, {**fields, "messages": convo,
-                                                     "validation": violations_json(violations)}))
-    return result
+
+    def interpret(reply: str) -> ItemResult:
+        result = ItemResult(generated=1)
+        try:
+            convo = _conversation_reply(reply)
+        except ValueError as exc:
+            return result.discard(key, "invalid_json", str(exc), reply)
+        if convo is None:
+            return result.discard(key, "wrong_shape", "expected a list of {role, content} messages", reply)
+        violations = validate_conversation(convo, specs)
+        if errors(violations):
+            return discard_for_violations(result, key, violations, convo)
+        result.passed = 1
+        result.outputs.append(Output(Conversation, key, {**fields, "messages": convo,
+                                                         "validation": violations_json(violations)}))
+        return result
+
+    if messages is None:
+        return interpret(json.dumps(convo, ensure_ascii=False))
+    return ctx.ask("conversations", template, key, messages, True, interpret, sample=index)
 
 
 def run_tests(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
@@ -145,6 +171,7 @@ def run_tests(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
         else:
             fields.update(expected_type=Test.ExpectedType.REPLY, expected_text=e.get("content", ""),
                           expected_api_name="", expected_parameters={})
+        fields["fingerprint"] = case_fingerprint(t["context"], e)
         result.outputs.append(Output(Test, f"tests:{index}:{convo.pk}:{t['position']}", fields))
     return result
 

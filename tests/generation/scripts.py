@@ -79,8 +79,11 @@ def conversation_for(body: dict) -> str:
     path = m.group(1) if m else ""
     # In the converted graph, a path through renew_loan is the 'found' branch.
     found = "renew" in _labels_on_path(text, path) if m else "Conversation 1:" in text
+    # Name the job item the graph came from, so conversations (and tests) of different procedures differ.
+    about = re.search(r"Greet the member about (.*?)\}", text)
+    topic = f" ({about.group(1)})" if about else ""
     messages = [
-        {"role": "user", "content": "Hello, I want to renew my loan. My card number is 55123."},
+        {"role": "user", "content": f"Hello, I want to renew my loan{topic}. My card number is 55123."},
         {"role": "api", "content": "find_loan(card_number=55123)"},
     ]
     if found:
@@ -175,7 +178,7 @@ class StageScript:
 
 
 # The job most tests run, and the funnel it must give (see test_jobs.py for the arithmetic).
-JOB_CONFIG = {"intents": 3, "procedures_per_intent": 2, "paths": 2, "conversations": "llm", "seed": 7}
+JOB_CONFIG = {"intents": 3, "procedures_per_intent": 2, "paths": 2, "conversations": "llm", "seed": 1}
 BAD = {
     "procedures": ["Name: renewal problem 1\n\nWrite procedure variant 2"],
     "apis": ["[renewal problem 2 v1]"],

@@ -12,12 +12,17 @@ from generation.models import (
     Conversation, Discard, Flowgraph, GenerationJob, Intent, LLMCall, Procedure, SampledPath, StageProgress, Test,
 )
 from generation.pipeline.extract import extract_tests
+from generation.stages.derived import case_fingerprint
 from tests.fake_openai import point_settings_at
 from tests.generation.scripts import APIS, BAD, EXPECTED, EXPECTED_REASONS, FLOWGRAPH, JOB_CONFIG, StageScript
 
 
 def funnel(job: GenerationJob) -> dict[str, tuple[int, int]]:
     return {r["stage"]: (r["generated"], r["passed"]) for r in services.job_funnel(job) if r["state"] != "skipped"}
+
+
+def notes(job: GenerationJob, stage: str) -> dict[str, int]:
+    return StageProgress.objects.get(job=job, stage=stage).notes
 
 
 def assert_expected_funnel(job: GenerationJob) -> None:
@@ -28,9 +33,14 @@ def assert_expected_funnel(job: GenerationJob) -> None:
     assert got == EXPECTED
     assert {s: rows[s]["reasons"] for s in EXPECTED_REASONS} == EXPECTED_REASONS
     # Tests: one per agent turn after a user message or an api_output of each kept conversation.
-    expected_tests = sum(len(extract_tests(c.messages)) for c in Conversation.objects.filter(job=job))
-    assert tests == (expected_tests, expected_tests) and expected_tests >= 8
+    # Two paths of one graph share their opening turns: a test met twice is stored once.
+    extracted = [t for c in Conversation.objects.filter(job=job) for t in extract_tests(c.messages)]
+    distinct = {case_fingerprint(t["context"], t["expected"]) for t in extracted}
+    expected_tests = len(distinct)
+    assert tests == (len(extracted), expected_tests) and expected_tests >= 6 and len(extracted) >= 8
+    assert rows["tests"]["notes"].get("duplicate_test", 0) == len(extracted) - expected_tests
     assert Test.objects.filter(job=job).count() == expected_tests
+    assert set(Test.objects.filter(job=job).values_list("fingerprint", flat=True)) == distinct
     assert Intent.objects.filter(job=job).count() == 3 and Procedure.objects.filter(job=job).count() == 5
     assert SampledPath.objects.filter(job=job).count() == 6
     assert Discard.objects.filter(job=job).count() == 5
@@ -44,7 +54,7 @@ def test_whole_job_inline_exact_funnel(settings, fake_openai):
     assert_expected_funnel(job)
     calls = LLMCall.objects.filter(job=job)
     assert set(calls.values_list("template", flat=True)) == {"A.1", "A.2", "A.3", "A.4", "A.6"}
-    assert job.prompt_tokens == 10 * calls.filter(outcome="ok").count()
+    assert job.prompt_tokens == 10 * calls.filter(outcome__in=["ok", "invalid"]).count()
     # lineage: every test leads back to an intent of this job
     t = Test.objects.filter(job=job).select_related("conversation__path__conversation_graph__flowgraph__procedure").first()
     assert t.conversation.path.conversation_graph.flowgraph.procedure.intent.job == job
@@ -58,10 +68,14 @@ def test_rerun_hits_the_cache(settings, fake_openai):
     first = services.job_run_inline(job=services.job_create(config=JOB_CONFIG, enqueue=False))
     sent = fake_openai.request_count
     second = services.job_run_inline(job=services.job_create(config=JOB_CONFIG, enqueue=False))
-    assert fake_openai.request_count == sent  # nothing new reached the endpoint
+    # Only replies that passed were cached: the BAD prompts (and their repairs) reach the endpoint again.
+    invalid_first = LLMCall.objects.filter(job=first, outcome="invalid").count()
+    assert invalid_first > 0
+    assert fake_openai.request_count - sent == invalid_first
     assert funnel(second) == funnel(first)
-    assert set(LLMCall.objects.filter(job=second).values_list("outcome", flat=True)) == {"cached"}
-    assert (second.prompt_tokens, second.cost_usd) == (0, 0)
+    assert LLMCall.objects.filter(job=second, outcome="cached").count() == LLMCall.objects.filter(
+        job=first, outcome="ok", validated=True).count()
+    assert not LLMCall.objects.filter(job=second, outcome="ok").exists()
     # switched off, the same job calls the endpoint again
     settings.LLM_CACHE = False
     services.job_run_inline(job=services.job_create(config=JOB_CONFIG, enqueue=False))
@@ -136,7 +150,9 @@ def test_imported_flowgraphs_run_offline_without_endpoint(settings, tmp_path):
     assert "Conversation graphs" in text and "succeeded" in text
     f = funnel(job)
     assert f["flowgraph"] == (2, 2) and f["conversation_graph"] == (2, 2) and f["noise"] == (2, 2)
-    assert f["paths"] == (6, 6) and f["conversations"] == (6, 6)
+    # 6 paths asked; repeats of a path are dropped and noted (distinct paths, issue #12).
+    assert f["paths"][0] + notes(job, "paths").get("fewer_distinct_paths", 0) == 6
+    assert f["paths"][0] == f["paths"][1] == f["conversations"][0] == f["conversations"][1]
     assert LLMCall.objects.count() == 0
     assert Flowgraph.objects.filter(job=job, origin="imported").count() == 2
 
@@ -177,7 +193,7 @@ def test_demo_build_is_deterministic():
     two = services.demo_build(flowgraphs=[fg], paths=3, seed=1)
     assert one.status == two.status == "succeeded"
     msgs = lambda job: [c.messages for c in Conversation.objects.filter(job=job).order_by("key")]  # noqa: E731
-    assert msgs(one) == msgs(two) and len(msgs(one)) == 3
+    assert msgs(one) == msgs(two) and len(msgs(one)) == SampledPath.objects.filter(job=one).count() >= 2
     assert Test.objects.filter(job=one).count() == Test.objects.filter(job=two).count() > 0
 
 
@@ -191,7 +207,8 @@ def test_llm_conversation_graphs_and_a7_conversations(settings, fake_openai):
     f = funnel(job)
     assert f["conversation_graph"] == (2, 1)  # the graph of the second flowgraph came back broken
     assert Discard.objects.get(job=job).reason == "CG-ASSISTANT-USER"
-    assert f["paths"] == (2, 2) and f["conversations"] == (2, 2)
+    assert f["paths"][0] + notes(job, "paths").get("fewer_distinct_paths", 0) == 2
+    assert f["paths"][0] == f["paths"][1] == f["conversations"][0] == f["conversations"][1]
     assert set(LLMCall.objects.filter(job=job).values_list("template", flat=True)) == {"A.5", "A.6"}
 
     # A.7 ablation: conversations straight from procedures, no graphs at all

@@ -81,7 +81,7 @@ def test_retries_are_capped(fast, fake_openai):
 def test_cache_reuses_ok_reply_and_is_switchable(fast, fake_openai, settings):
     settings.LLM_CACHE = True
     fake_openai.set_handler(lambda body, n: Reply(content=f"reply {n}"))
-    first = llm.chat(stage="apis", messages=MSG, model="m", temperature=0.5)
+    first = llm.chat(stage="apis", messages=MSG, model="m", temperature=0.5, validated=True)
     second = llm.chat(stage="apis", messages=MSG, model="m", temperature=0.5)
     assert (first.content, second.content, second.cached) == ("reply 0", "reply 0", True)
     assert fake_openai.request_count == 1

@@ -1,0 +1,91 @@
+"""Repair instead of discard: re-ask in the same conversation with the validators' findings.
+
+`ask` sends the stage's prompt; `check(reply)` returns the findings (rule id, message) that the
+reply fails — parsing and the stage's validators — or [] when it passes. A failing reply is
+marked `invalid` with its rule ids, then the conversation continues with that reply as the
+assistant turn and a user turn listing the findings, up to LLM_REPAIR_ATTEMPTS times. A reply
+that passes is marked `validated`, which is what lets the response cache serve it later:
+nothing that failed is ever served from the cache. Transport errors keep their own retry budget
+inside `chat` (LLM_MAX_RETRIES per turn).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from django.conf import settings
+
+from generation.llm.client import chat
+from generation.models import LLMCall, LLMOutcome
+from generation.redact import redact
+
+Finding = tuple[str, str]  # (rule id, message)
+
+REPAIR_TURN = (
+    "Your answer did not pass the automatic checks:\n{findings}\n\n"
+    "Answer again with the whole corrected output, in exactly the format asked for above, and nothing else."
+)
+_MAX_FINDINGS = 10
+
+
+@dataclass
+class Answer:
+    content: str
+    passed: bool
+    repairs: int = 0  # repair turns used (0 = the first reply was taken)
+    # Findings of every failed attempt, in order: [[(rule, message), ...], ...].
+    history: list[list[Finding]] = field(default_factory=list)
+
+    @property
+    def repaired(self) -> bool:
+        return self.passed and self.repairs > 0
+
+    def history_text(self) -> str:
+        return "; ".join(f"attempt {i + 1}: " + ", ".join(f"{rule} ({msg})" for rule, msg in found[:3])
+                         for i, found in enumerate(self.history))
+
+
+def repair_message(findings: list[Finding]) -> str:
+    lines = "\n".join(f"- {rule}: {message}" for rule, message in findings[:_MAX_FINDINGS])
+    return REPAIR_TURN.format(findings=lines)
+
+
+def _mark(call_id: int | None, findings: list[Finding]) -> None:
+    if call_id is None:
+        return
+    if findings:
+        LLMCall.objects.filter(pk=call_id, outcome=LLMOutcome.OK).update(
+            outcome=LLMOutcome.INVALID, validated=False, rules=sorted({r for r, _ in findings}),
+            error=redact("; ".join(f"{r}: {m}" for r, m in findings[:_MAX_FINDINGS]))[:2000])
+    else:
+        LLMCall.objects.filter(pk=call_id, outcome=LLMOutcome.OK).update(validated=True)
+
+
+def ask(*, messages: list[dict], check: Callable[[str], list[Finding]], attempts: int | None = None,
+        **chat_kwargs: Any) -> Answer:
+    """Chat, check, and repair up to `attempts` times (default LLM_REPAIR_ATTEMPTS).
+
+    Raises what `chat` raises (LLMFailed, LLMUnavailable) when a turn fails for transport reasons.
+    """
+    attempts = settings.LLM_REPAIR_ATTEMPTS if attempts is None else attempts
+    conversation = list(messages)
+    history: list[list[Finding]] = []
+    content = ""
+    for turn in range(attempts + 1):
+        result = chat(messages=conversation, repair=turn, **chat_kwargs)
+        content = result.content or ""
+        findings = check(content)
+        if result.cached and findings:
+            # Validated once, failing now (the validators changed): never trust that entry again.
+            digest = LLMCall.objects.filter(pk=result.call_id).values_list("prompt_hash", flat=True).first()
+            LLMCall.objects.filter(prompt_hash=digest, validated=True).update(validated=False)
+            LLMCall.objects.filter(pk=result.call_id).update(outcome=LLMOutcome.INVALID, validated=False,
+                                                             rules=sorted({r for r, _ in findings}))
+        else:
+            _mark(result.call_id, findings)
+        if not findings:
+            return Answer(content=content, passed=True, repairs=turn, history=history)
+        history.append(findings)
+        conversation = conversation + [{"role": "assistant", "content": content},
+                                       {"role": "user", "content": repair_message(findings)}]
+    return Answer(content=content, passed=False, repairs=attempts, history=history)
