@@ -7,6 +7,8 @@ from django import forms
 from django.conf import settings
 
 from generation.pipeline.sampling import SAMPLERS
+from generation.services.config import BOUNDS, SEED_MAX, TEMPERATURE_MAX
+from generation.stages import DEFAULT_TEMPERATURES
 
 LLM_STAGES = ("intents", "procedures", "apis", "flowgraph", "conversation_graph", "conversations")
 MAX_IMPORT_BYTES = 20 * 1024 * 1024
@@ -14,7 +16,7 @@ MAX_IMPORT_BYTES = 20 * 1024 * 1024
 
 class JobForm(forms.Form):
     name = forms.CharField(required=False, max_length=200)
-    intents = forms.IntegerField(required=False, min_value=1, max_value=1000,
+    intents = forms.IntegerField(required=False, min_value=1, max_value=BOUNDS["intents"][1],
                                  help_text="How many intents to generate with prompt A.1.")
     seed_intents = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 3}),
@@ -26,11 +28,14 @@ class JobForm(forms.Form):
         choices=[("", "—"), ("intents", "All imported intents"), ("procedures", "All imported procedures"),
                  ("apis", "All imported procedures with APIs"), ("flowgraph", "All imported flowgraphs")],
         help_text="Rows brought in on the import page that no job owns yet.")
-    procedures_per_intent = forms.IntegerField(min_value=1, max_value=20, initial=1)
-    paths = forms.IntegerField(min_value=1, max_value=100, initial=2, label="Paths per graph")
+    procedures_per_intent = forms.IntegerField(min_value=1, max_value=BOUNDS["procedures_per_intent"][1], initial=1)
+    paths = forms.IntegerField(min_value=1, max_value=BOUNDS["paths"][1], initial=2, label="Paths per graph")
     sampler = forms.ChoiceField(choices=[(s, s) for s in SAMPLERS], initial="algorithm1")
     noise = forms.FloatField(min_value=0, max_value=1, initial=0.0, help_text="Probability per assistant node.")
-    seed = forms.IntegerField(initial=0)
+    seed = forms.IntegerField(initial=0, min_value=0, max_value=SEED_MAX, help_text=f"0 to {SEED_MAX}.")
+    cache = forms.BooleanField(
+        required=False, initial=True, label="Use the response cache",
+        help_text="Reuse validated replies to identical prompts; untick to call the endpoint for everything.")
     conversation_graph = forms.ChoiceField(
         choices=[("deterministic", "Deterministic converter"), ("llm", "LLM (prompt A.5)")], initial="deterministic")
     conversations = forms.ChoiceField(
@@ -43,9 +48,16 @@ class JobForm(forms.Form):
             self.fields[f"model_{stage}"] = forms.CharField(
                 required=False, max_length=200, label=f"Model: {stage.replace('_', ' ')}",
                 widget=forms.TextInput(attrs={"placeholder": settings.LLM_STAGE_MODELS.get(stage, "")}))
+            self.fields[f"temperature_{stage}"] = forms.FloatField(
+                required=False, min_value=0.0, max_value=TEMPERATURE_MAX,
+                label=f"Temperature: {stage.replace('_', ' ')}",
+                widget=forms.NumberInput(attrs={"step": "0.1", "placeholder": DEFAULT_TEMPERATURES.get(stage, 0.0)}))
 
     def model_fields(self):
         return [self[f"model_{s}"] for s in LLM_STAGES]
+
+    def temperature_fields(self):
+        return [self[f"temperature_{s}"] for s in LLM_STAGES]
 
     def clean_import_file(self):
         f = self.cleaned_data.get("import_file")
@@ -86,6 +98,9 @@ class JobForm(forms.Form):
                                     "conversation_graph", "conversations")}
         config["intents"] = d.get("intents") or 0
         config["models"] = {s: d[f"model_{s}"] for s in LLM_STAGES if d.get(f"model_{s}")}
+        config["temperatures"] = {s: d[f"temperature_{s}"] for s in LLM_STAGES
+                                  if d.get(f"temperature_{s}") is not None}
+        config["cache"] = bool(d.get("cache"))
         return {"config": config, "name": d.get("name", ""),
                 "import_data": d.get("seed_intents") or d.get("import_file"), "existing": d.get("existing") or None}
 

@@ -72,10 +72,13 @@ def job_launch(request: HttpRequest) -> HttpResponse:
 
 
 def _job_context(job: GenerationJob) -> dict:
+    if services.job_watchdog(job):  # a stalled job is shown as failed, with the reason
+        job.refresh_from_db()
     funnel = services.job_funnel(job)
     return {"job": job, "funnel": funnel, "counts": services.job_artifact_counts(job),
             "totals": {k: sum(r[k] for r in funnel) for k in ("calls", "prompt_tokens", "completion_tokens",
-                                                               "errors", "retried", "cached")}}
+                                                               "errors", "retried", "cached", "invalid",
+                                                               "lost", "in_flight", "estimated", "repaired")}}
 
 
 @role_required(ADMIN)

@@ -29,7 +29,8 @@ from typing import Callable, Iterable
 
 import pytest
 
-__all__ = ["Reply", "FakeOpenAI", "scripted", "by_stage", "with_faults", "fake_openai", "point_settings_at"]
+__all__ = ["Reply", "FakeOpenAI", "scripted", "by_stage", "with_faults", "fail_then_repair", "never_passing",
+           "echo_authorization", "is_repair_turn", "first_question", "fake_openai", "point_settings_at"]
 
 
 @dataclass
@@ -71,6 +72,16 @@ class Reply:
     def truncated(cls) -> "Reply":
         """A 200 whose body is cut off in the middle of the JSON."""
         return cls(raw_body='{"id": "chatcmpl-x", "object": "chat.completion", "choices": [{"index": 0, "mess')
+
+    @classmethod
+    def wrong_shape(cls) -> "Reply":
+        """A 200 whose content is valid JSON of the wrong shape for any stage."""
+        return cls(content=json.dumps({"answer": 42, "note": "not what was asked"}))
+
+    @classmethod
+    def truncated_json(cls, text: str = '{"messages": [{"role": "user", "content": "Hel') -> "Reply":
+        """A 200 whose content is JSON cut off mid-way (max_tokens reached)."""
+        return cls(content=text, finish_reason="length")
 
     @property
     def is_fault(self) -> bool:
@@ -142,6 +153,57 @@ def with_faults(inner: Handler, rate: float, seed: int = 0, faults: list[Reply] 
             fault = rng.choice(pool)
             streak[key] = streak.get(key, 0) + 1 if inject else 0
         return fault if inject else inner(body, n)
+
+    return handler
+
+
+def is_repair_turn(body: dict) -> bool:
+    """True when the request is a repair turn (the app re-asks with the validators' findings)."""
+    messages = body.get("messages") or []
+    return len(messages) >= 2 and messages[-2].get("role") == "assistant"
+
+
+def first_question(body: dict) -> dict:
+    """The request as it was before any repair turn (for handlers that answer by prompt content)."""
+    messages = list(body.get("messages") or [])
+    while len(messages) >= 2 and messages[-2].get("role") == "assistant":
+        messages = messages[:-2]
+    return {**body, "messages": messages}
+
+
+def fail_then_repair(inner: Handler, bad: Callable[[dict], Reply], times: int = 1,
+                     when: Callable[[dict], bool] = lambda body: True) -> Handler:
+    """Answer a prompt (chosen by `when`) with `bad(body)` on its first question and on its first
+    `times - 1` repair turns, then with `inner` on the question without the repair turns: a reply that
+    fails validation and passes once repaired."""
+
+    def handler(body: dict, n: int) -> Reply:
+        original = first_question(body)
+        if not when(original):
+            return inner(original, n)
+        turns = (len(body.get("messages") or []) - len(original["messages"])) // 2
+        return bad(original) if turns < times else inner(original, n)
+
+    return handler
+
+
+def never_passing(bad: Callable[[dict], Reply], inner: Handler, when: Callable[[dict], bool]) -> Handler:
+    """Replies that never pass for prompts chosen by `when`, however often they are repaired."""
+
+    def handler(body: dict, n: int) -> Reply:
+        original = first_question(body)
+        return bad(original) if when(original) else inner(original, n)
+
+    return handler
+
+
+def echo_authorization(fake: "FakeOpenAI") -> Handler:
+    """An endpoint (or gateway) that refuses the request and echoes the Authorization header it got."""
+
+    def handler(body: dict, n: int) -> Reply:
+        auth = fake.headers[n].get("Authorization") or fake.headers[n].get("authorization") or ""
+        return Reply.client_error(401, f"Invalid credentials: received 'Authorization: {auth}' "
+                                       f"(api-key: {auth.split()[-1] if auth else ''})")
 
     return handler
 

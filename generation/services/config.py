@@ -1,6 +1,7 @@
 """Job settings: defaults, bounds and the checks every launch path (form, API, CLI) goes through."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from generation.pipeline.sampling import SAMPLERS
@@ -21,6 +22,10 @@ DEFAULT_CONFIG: dict[str, Any] = {
 }
 
 
+# Seeds are 31-bit: every sampler and random generator accepts them, and so does a Postgres integer.
+SEED_MAX = 2**31 - 1
+
+
 class JobConfigError(ValueError):
     pass
 
@@ -28,24 +33,70 @@ class JobConfigError(ValueError):
 # --------------------------------------------------------------------------- configuration
 
 
-def job_config_normalise(config: dict[str, Any]) -> dict[str, Any]:
-    cfg = {**DEFAULT_CONFIG, **{k: v for k, v in config.items() if v is not None}}
+# The bounds every launch path shares (form, REST API, `generate`): name → (low, high).
+BOUNDS: dict[str, tuple[int | float, int | float]] = {
+    "intents": (0, 1000),
+    "procedures_per_intent": (1, 20),
+    "paths": (1, 100),
+    "noise": (0.0, 1.0),
+    "seed": (0, SEED_MAX),
+}
+TEMPERATURE_MAX = 2.0
+LLM_STAGE_NAMES = ("intents", "procedures", "apis", "flowgraph", "conversation_graph", "conversations")
+
+
+def _number(name: str, value: Any, kind: type) -> int | float:
+    """`value` as an int or a finite float within BOUNDS[name], or a JobConfigError naming the field."""
+    low, high = BOUNDS[name]
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+        raise JobConfigError(f"{name} must be a number between {low} and {high}")
     try:
-        cfg["intents"] = int(cfg["intents"])
-        cfg["procedures_per_intent"] = int(cfg["procedures_per_intent"])
-        cfg["paths"] = int(cfg["paths"])
-        cfg["noise"] = float(cfg["noise"])
-        cfg["seed"] = int(cfg["seed"])
-    except (TypeError, ValueError) as exc:
-        raise JobConfigError(f"bad number in the job settings: {exc}") from None
-    if cfg["intents"] < 0 or cfg["intents"] > 1000:
-        raise JobConfigError("intents must be between 0 and 1000")
-    if not 1 <= cfg["procedures_per_intent"] <= 20:
-        raise JobConfigError("procedures per intent must be between 1 and 20")
-    if not 1 <= cfg["paths"] <= 100:
-        raise JobConfigError("paths per graph must be between 1 and 100")
-    if not 0.0 <= cfg["noise"] <= 1.0:
-        raise JobConfigError("noise must be between 0 and 1")
+        number = float(value) if kind is float else int(str(value).strip()) if isinstance(value, str) else value
+        if kind is int and isinstance(number, float):
+            if not number.is_integer():
+                raise ValueError
+            number = int(number)
+        number = kind(number)
+    except (TypeError, ValueError, OverflowError):
+        raise JobConfigError(f"{name} must be a whole number between {low} and {high}" if kind is int
+                             else f"{name} must be a number between {low} and {high}") from None
+    if kind is float and not math.isfinite(number):
+        raise JobConfigError(f"{name} must be a number between {low} and {high}")
+    if not low <= number <= high:
+        raise JobConfigError(f"{name} must be between {low} and {high} (got {value if len(str(value)) < 40 else str(value)[:40] + '…'})")
+    return number
+
+
+def job_config_normalise(config: dict[str, Any]) -> dict[str, Any]:
+    """Defaults filled in and every field checked; raises JobConfigError naming the bad field."""
+    if not isinstance(config, dict):
+        raise JobConfigError("the job settings must be an object")
+    cfg = {**DEFAULT_CONFIG, **{k: v for k, v in config.items() if v is not None}}
+    for name in ("intents", "procedures_per_intent", "paths", "seed"):
+        cfg[name] = _number(name, cfg[name], int)
+    cfg["noise"] = _number("noise", cfg["noise"], float)
+    temps = cfg.get("temperatures") or {}
+    if not isinstance(temps, dict) or any(k not in LLM_STAGE_NAMES for k in temps):
+        raise JobConfigError(f"temperatures must map stages ({', '.join(LLM_STAGE_NAMES)}) to numbers")
+    clean: dict[str, float] = {}
+    for stage, value in temps.items():
+        try:
+            t = float(value)
+        except (TypeError, ValueError, OverflowError):
+            t = float("nan")
+        if isinstance(value, bool) or not math.isfinite(t) or not 0.0 <= t <= TEMPERATURE_MAX:
+            raise JobConfigError(f"temperature of {stage} must be between 0 and {TEMPERATURE_MAX}")
+        clean[stage] = t
+    cfg["temperatures"] = clean
+    if not isinstance(cfg.get("cache", True), bool):
+        raise JobConfigError("cache must be true or false")
+    cfg["cache"] = cfg.get("cache", True)
+    models = cfg.get("models") or {}
+    if not isinstance(models, dict) or not all(isinstance(v, str) and len(v) <= 200 for v in models.values()):
+        raise JobConfigError("models must map stages to model names (at most 200 characters)")
+    for name in ("sampler", "conversation_graph", "conversations", "start"):
+        if not isinstance(cfg[name], str):
+            raise JobConfigError(f"{name} must be text")
     if cfg["sampler"] not in SAMPLERS:
         raise JobConfigError(f"sampler must be one of {', '.join(SAMPLERS)}")
     if cfg["conversation_graph"] not in ("llm", "deterministic"):

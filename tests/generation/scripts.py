@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from tests.fake_openai import Reply, prompt_text
+from tests.fake_openai import Reply, first_question, prompt_text
 
 MARKERS = {
     "intents": "Invent realistic problems",
@@ -148,6 +148,7 @@ class StageScript:
         self.bad = bad or {}
 
     def __call__(self, body: dict, n: int) -> Reply:
+        body = first_question(body)  # a repair turn is answered like its first question
         text = prompt_text(body)
         for stage, marker in MARKERS.items():
             if marker in text:
