@@ -135,11 +135,12 @@ def by_stage(routes: dict[str, Handler | Reply | str], default: Handler | None =
 
 
 def with_faults(inner: Handler, rate: float, seed: int = 0, faults: list[Reply] | None = None,
-                max_consecutive: int = 2) -> Handler:
+                max_consecutive: int = 2, per_prompt: bool = False) -> Handler:
     """Inject transient faults into `rate` of requests, at most `max_consecutive` per prompt in a row.
 
     Faults are only transient ones (429, 5xx, truncated body) unless `faults` says otherwise, so a
-    client with retries >= max_consecutive loses nothing.
+    client with retries >= max_consecutive loses nothing. With `per_prompt`, the streak is counted per
+    first question, across its repair turns too (for faults in the content: wrong shape, truncated JSON).
     """
     rng = random.Random(seed)
     lock = threading.Lock()
@@ -147,7 +148,7 @@ def with_faults(inner: Handler, rate: float, seed: int = 0, faults: list[Reply] 
     pool = faults or [Reply.rate_limited(0.01), Reply.server_error(500), Reply.server_error(503), Reply.truncated()]
 
     def handler(body: dict, n: int) -> Reply:
-        key = json.dumps(body.get("messages"), sort_keys=True)
+        key = json.dumps((first_question(body) if per_prompt else body).get("messages"), sort_keys=True)
         with lock:
             inject = rng.random() < rate and streak.get(key, 0) < max_consecutive
             fault = rng.choice(pool)

@@ -70,6 +70,9 @@ def run_procedures(ctx: Context, key: str, index: int, parent: str) -> ItemResul
         if len(text) < MIN_PROCEDURE_CHARS:
             return result.discard(key, "procedure_too_short",
                                   f"{len(text)} characters (< {MIN_PROCEDURE_CHARS})", text)
+        if text[0] in "{[":
+            # A.2 asks for a written procedure; a JSON reply (or a cut-off one) is not one.
+            return result.discard(key, "procedure_not_text", "the reply is JSON, not a written procedure", text)
         title = next((ln.lstrip("# ").strip() for ln in text.splitlines() if ln.strip()), "")[:300]
         result.passed = 1
         result.outputs.append(Output(Procedure, key, {"intent_id": intent.pk, "title": title, "text": text}))
