@@ -20,7 +20,7 @@ import logging
 import random
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 import openai
 from django.conf import settings
@@ -139,6 +139,13 @@ def cache_key(request: dict[str, Any], sample: int) -> str:
     return request_hash(request)
 
 
+def _findings_fields(findings: list[tuple[str, str]]) -> dict[str, Any]:
+    if not findings:
+        return {}
+    return {"rules": sorted({rule for rule, _ in findings}),
+            "error": redact("; ".join(f"{rule}: {message}" for rule, message in findings[:10]))[:2000]}
+
+
 def _tool_calls(message: Any) -> list[dict[str, str]]:
     out = []
     for call in getattr(message, "tool_calls", None) or []:
@@ -167,6 +174,7 @@ def chat(
     sample: int = 0,
     repair: int = 0,
     validated: bool = False,
+    check: Callable[[str], list[tuple[str, str]]] | None = None,
 ) -> LLMResult:
     """One chat completion with retries, bounded concurrency, logging and caching.
 
@@ -176,8 +184,9 @@ def chat(
     Each attempt's row is written `in_flight` before the request goes out and completed after, so
     a killed worker leaves a row behind (see accounting.calls_mark_lost). Cache hits are served
     only from rows marked `validated` — the caller (repair.ask) marks a reply validated once it
-    parsed and passed its stage; `validated=True` here marks it at once (callers with no
-    validator, e.g. evaluation agents).
+    parsed and passed its stage, through `check(reply) -> findings` which runs before the row is
+    completed, so the outcome (ok + validated, or invalid + rule ids) is written in the same
+    update; `validated=True` marks a reply valid at once (callers with no validator).
     """
     base_url = base_url or settings.OPENAI_BASE_URL
     if not base_url:
@@ -202,10 +211,15 @@ def chat(
         hit = (LLMCall.objects.filter(prompt_hash=digest, outcome=LLMOutcome.OK, validated=True)
                .order_by("-id").values("response", "tool_calls").first())
         if hit is not None:
+            findings = check(hit["response"] or "") if check else []
+            if findings:
+                # Validated once, failing now (the validators changed): never serve that entry again.
+                LLMCall.objects.filter(prompt_hash=digest, validated=True).update(validated=False)
             call = accounting.record(job, **common, attempt=1, response=hit["response"], tool_calls=hit["tool_calls"],
-                                     outcome=LLMOutcome.CACHED, validated=True)
+                                     outcome=LLMOutcome.INVALID if findings else LLMOutcome.CACHED,
+                                     validated=not findings, **_findings_fields(findings))
             return LLMResult(content=hit["response"], tool_calls=hit["tool_calls"], cached=True, call_id=call.pk,
-                             model=model, prompt_tokens=0, completion_tokens=0)
+                             model=model, prompt_tokens=0, completion_tokens=0, findings=findings)
 
     client = _client(base_url, api_key, timeout)
     semaphore = endpoint_semaphore(base_url)
@@ -236,12 +250,15 @@ def chat(
             pt = reported if reported else estimate
             ct = getattr(usage, "completion_tokens", 0) or 0
             cost = cost_of(model, pt, ct)
+            findings = check(content or "") if check else []
             accounting.call_finish(call_id, job, response=redact(content or "", secrets), tool_calls=calls,
                                    prompt_tokens=pt, completion_tokens=ct, latency_ms=latency_ms,
-                                   outcome=LLMOutcome.OK, cost_usd=cost, tokens_estimated=not reported,
-                                   validated=validated)
+                                   outcome=LLMOutcome.INVALID if findings else LLMOutcome.OK, cost_usd=cost,
+                                   tokens_estimated=not reported, validated=bool(validated or check) and not findings,
+                                   **_findings_fields(findings))
             return LLMResult(content=content, tool_calls=calls, prompt_tokens=pt, completion_tokens=ct,
-                             latency_ms=latency_ms, cached=False, call_id=call_id, model=model, cost_usd=cost)
+                             latency_ms=latency_ms, cached=False, call_id=call_id, model=model, cost_usd=cost,
+                             findings=findings)
         retryable, why, retry_after = _classify(error)
         why = redact(why, secrets)
         last = attempt == attempts or not retryable

@@ -41,6 +41,8 @@ class LLMResult:
     call_id: int | None = None
     model: str = ""
     cost_usd: Decimal = Decimal(0)
+    # What `check` found wrong with the reply ([] when it passed or nothing was checked).
+    findings: list[tuple[str, str]] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- configuration

@@ -16,8 +16,6 @@ from typing import Any, Callable
 from django.conf import settings
 
 from generation.llm.client import chat
-from generation.models import LLMCall, LLMOutcome
-from generation.redact import redact
 
 Finding = tuple[str, str]  # (rule id, message)
 
@@ -50,17 +48,6 @@ def repair_message(findings: list[Finding]) -> str:
     return REPAIR_TURN.format(findings=lines)
 
 
-def _mark(call_id: int | None, findings: list[Finding]) -> None:
-    if call_id is None:
-        return
-    if findings:
-        LLMCall.objects.filter(pk=call_id, outcome=LLMOutcome.OK).update(
-            outcome=LLMOutcome.INVALID, validated=False, rules=sorted({r for r, _ in findings}),
-            error=redact("; ".join(f"{r}: {m}" for r, m in findings[:_MAX_FINDINGS]))[:2000])
-    else:
-        LLMCall.objects.filter(pk=call_id, outcome=LLMOutcome.OK).update(validated=True)
-
-
 def ask(*, messages: list[dict], check: Callable[[str], list[Finding]], attempts: int | None = None,
         **chat_kwargs: Any) -> Answer:
     """Chat, check, and repair up to `attempts` times (default LLM_REPAIR_ATTEMPTS).
@@ -72,17 +59,10 @@ def ask(*, messages: list[dict], check: Callable[[str], list[Finding]], attempts
     history: list[list[Finding]] = []
     content = ""
     for turn in range(attempts + 1):
-        result = chat(messages=conversation, repair=turn, **chat_kwargs)
+        # The check runs inside chat, so the row is completed as ok + validated or invalid + rules at once.
+        result = chat(messages=conversation, repair=turn, check=check, **chat_kwargs)
         content = result.content or ""
-        findings = check(content)
-        if result.cached and findings:
-            # Validated once, failing now (the validators changed): never trust that entry again.
-            digest = LLMCall.objects.filter(pk=result.call_id).values_list("prompt_hash", flat=True).first()
-            LLMCall.objects.filter(prompt_hash=digest, validated=True).update(validated=False)
-            LLMCall.objects.filter(pk=result.call_id).update(outcome=LLMOutcome.INVALID, validated=False,
-                                                             rules=sorted({r for r, _ in findings}))
-        else:
-            _mark(result.call_id, findings)
+        findings = result.findings
         if not findings:
             return Answer(content=content, passed=True, repairs=turn, history=history)
         history.append(findings)

@@ -58,6 +58,10 @@ def run_intents(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     return ctx.ask("intents", "A.1", key, messages, True, interpret, sample=index)
 
 
+_STEP = re.compile(r"^\s*\d+[.)]\s+\S", re.MULTILINE)
+MIN_PROCEDURE_STEPS = 2
+
+
 def run_procedures(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     intent = Intent.objects.get(pk=int(parent))
     k = int(ctx.config.get("procedures_per_intent") or 1)
@@ -70,9 +74,12 @@ def run_procedures(ctx: Context, key: str, index: int, parent: str) -> ItemResul
         if len(text) < MIN_PROCEDURE_CHARS:
             return result.discard(key, "procedure_too_short",
                                   f"{len(text)} characters (< {MIN_PROCEDURE_CHARS})", text)
-        if text[0] in "{[":
-            # A.2 asks for a written procedure; a JSON reply (or a cut-off one) is not one.
-            return result.discard(key, "procedure_not_text", "the reply is JSON, not a written procedure", text)
+        steps = len(_STEP.findall(text))
+        if steps < MIN_PROCEDURE_STEPS:
+            # A.2 asks for a numbered, step-by-step document; JSON, graph text or prose is not one.
+            return result.discard(key, "procedure_no_steps",
+                                  f"{steps} numbered steps (write at least {MIN_PROCEDURE_STEPS}, one per line: "
+                                  "'1. ...')", text)
         title = next((ln.lstrip("# ").strip() for ln in text.splitlines() if ln.strip()), "")[:300]
         result.passed = 1
         result.outputs.append(Output(Procedure, key, {"intent_id": intent.pk, "title": title, "text": text}))

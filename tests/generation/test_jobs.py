@@ -25,13 +25,14 @@ def notes(job: GenerationJob, stage: str) -> dict[str, int]:
     return StageProgress.objects.get(job=job, stage=stage).notes
 
 
-def assert_expected_funnel(job: GenerationJob) -> None:
+def assert_expected_funnel(job: GenerationJob, reasons: bool = True) -> None:
     rows = {r["stage"]: r for r in services.job_funnel(job)}
     assert job.status == "succeeded", job.error
     got = funnel(job)
     tests = got.pop("tests")
     assert got == EXPECTED
-    assert {s: rows[s]["reasons"] for s in EXPECTED_REASONS} == EXPECTED_REASONS
+    if reasons:  # (with faults in the content, an item that never passes may end on a fault's reason)
+        assert {s: rows[s]["reasons"] for s in EXPECTED_REASONS} == EXPECTED_REASONS
     # Tests: one per agent turn after a user message or an api_output of each kept conversation.
     # Two paths of one graph share their opening turns: a test met twice is stored once.
     extracted = [t for c in Conversation.objects.filter(job=job) for t in extract_tests(c.messages)]
