@@ -2,7 +2,7 @@
 
 Two kinds of secret are removed: the keys this deployment is configured with (OPENAI_API_KEY and
 any key a caller passes in, e.g. an agent's), and anything shaped like a credential whatever its
-origin — `sk-…` tokens, `Bearer …` and `Basic …` authorisation values, and `api-key: …` /
+origin — user:password in URLs, `sk-…` tokens, `Bearer …` and `Basic …` authorisation values, and `api-key: …` /
 `api_key=…` / `"x-api-key": "…"` pairs — because an endpoint or a gateway may echo a header
 we never saw. This module imports no models: the logging configuration loads it before Django's
 apps are ready.
@@ -15,6 +15,8 @@ from typing import Any, Iterable
 
 MASK = "[redacted]"
 _MIN_KEY_LENGTH = 6  # shorter configured "keys" (e.g. "x") would shred ordinary text
+
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.\-]*://)[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)
 
 _PATTERNS = [
     # OpenAI-style keys: sk-..., sk-proj-..., and similar prefixed tokens.
@@ -48,6 +50,7 @@ def redact(text: Any, extra_keys: Iterable[str] = ()) -> str:
     for key in sorted({*configured_keys(), *(k for k in extra_keys if k and len(k) >= _MIN_KEY_LENGTH)},
                       key=len, reverse=True):
         out = out.replace(key, MASK)
+    out = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{MASK}@", out)
     for pattern in _PATTERNS:
         if pattern.groups:
             out = pattern.sub(lambda m: f"{m.group('name')}{m.group('sep')}{m.group('quote')}{MASK}"

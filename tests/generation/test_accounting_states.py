@@ -27,6 +27,7 @@ KEY = "sk-live-Zq9vTq3mN4abcdefGHIJ"
     ('{"api-key": "0123456789abcdef"}', "0123456789abcdef"),
     ("api_key=hunter2hunter2&x=1", "hunter2hunter2"),
     ("x-api-key: QWERTY123456", "QWERTY123456"),
+    ("connection error: https://bob:s3cretpass@llm.example/v1", "s3cretpass"),
 ])
 def test_redact_credential_shapes(text, secret):
     out = redact(text)
