@@ -239,9 +239,12 @@ class _Scanner:
                 return
             targets = self.group()
             if not targets:
-                at_end = not self.text[self.i:].strip()
-                self.problem(arrow_pos, "arrow with no target" + (
-                    " (the file ends in the middle of a statement)" if at_end else ""))
+                at_end = not self.text[self.line_end(self.i):].strip()
+                ends = " (the file ends in the middle of a statement)" if at_end else ""
+                if self.text.startswith("|", self.i):
+                    self.problem(self.i, "unterminated edge label: '|' is never closed" + ends)
+                else:
+                    self.problem(arrow_pos, "arrow with no target" + ends)
                 self.i = self.line_end(self.i)
                 return
             for s in sources:
