@@ -43,7 +43,10 @@ def flowbench_chart(text: str, path: str | Path, record: int | None) -> tuple[st
     """(flowchart, APIs, where) when ``text`` is a FlowBench release record, else None."""
     if text.lstrip("\ufeff").lstrip()[:1] not in ("{", "["):
         return None
-    data = load_structured(text, str(path))
+    try:
+        data = load_structured(text, str(path))
+    except ApiFormatError:
+        return None  # not JSON: the bracket format starts with '[' too
     items = data if isinstance(data, list) else [data]
     if not items or not all(is_flowbench_record(d) for d in items):
         return None
