@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .schema import ParamSpec, enum_from_text, param_from_schema, params_from_schema, schema_type
+from .schema import ParamSpec, params_from_schema, schema_type  # noqa: F401 (ParamSpec is re-exported)
 
 
 class ApiFormatError(ValueError):

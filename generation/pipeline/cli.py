@@ -46,6 +46,8 @@ def flowbench_chart(text: str, path: str | Path, record: int | None) -> tuple[st
     try:
         data = load_structured(text, str(path))
     except ApiFormatError:
+        if text.lstrip("\ufeff").lstrip().startswith("{"):
+            raise
         return None  # not JSON: the bracket format starts with '[' too
     items = data if isinstance(data, list) else [data]
     if not items or not all(is_flowbench_record(d) for d in items):

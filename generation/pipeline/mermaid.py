@@ -27,7 +27,7 @@ import networkx as nx
 
 from .apis import ApiSpec
 from .convert import breadth_first
-from .mermaid_syntax import MermaidChart, MermaidProblem, read_mermaid
+from .mermaid_syntax import MermaidProblem, read_mermaid
 from .schema import default_from_text, enum_from_text
 
 

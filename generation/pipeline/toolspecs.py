@@ -27,7 +27,8 @@ def load_structured(text: str, source: str = "") -> Any:
         try:
             return json.loads(stripped)
         except json.JSONDecodeError as exc:
-            if exc.msg != "Extra data":
+            first = stripped.split("\n", 1)[0]
+            if exc.msg != "Extra data" and "\n" in stripped and not _parses(first):
                 raise ApiFormatError(f"{where}line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}") from None
         return load_json_lines(text, source)
     import yaml
@@ -38,6 +39,14 @@ def load_structured(text: str, source: str = "") -> Any:
         mark = getattr(exc, "problem_mark", None)
         at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise ApiFormatError(f"{where}{at}invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+
+
+def _parses(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 def load_json_lines(text: str, source: str = "") -> list[Any]:
