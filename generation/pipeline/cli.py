@@ -177,7 +177,7 @@ def build_tests_main(flowgraph: str | Path, apis: str | Path, out_dir: str | Pat
     s = result.stats
     out.write(f"{s['paths']} paths, {s['tests']} tests, node coverage {s['node_coverage']:.0%}, "
               f"edge coverage {s['edge_coverage']:.0%} -> {target}\n")
-    return EXIT_INVALID if result.violations else EXIT_OK
+    return EXIT_INVALID if errors(result.violations) else EXIT_OK
 
 
 FROM_FORMATS = ("mermaid", "flowbench", "flowgraph")
