@@ -65,6 +65,7 @@ def unescape(text: str) -> str:
         text = text[1:-1]
     for k, v in _ENTITIES.items():
         text = text.replace(k, v)
+    text = text.replace('\\"', '"')
     text = re.sub(r"<br\s*/?>", " ", text, flags=re.IGNORECASE)
     return " ".join(text.split())
 
@@ -126,6 +127,8 @@ class _Scanner:
         """Index of the closing text of a node, honouring quotes and nested brackets; -1 if none."""
         if self.text.startswith('"', start):
             quote = self.text.find('"', start + 1)
+            while quote > 0 and self.text[quote - 1] == "\\":  # \" inside quoted text
+                quote = self.text.find('"', quote + 1)
             if quote < 0:
                 return -1
             start = quote + 1
