@@ -126,3 +126,11 @@ def test_rest_import_roles_and_errors(personas):
     ok = c.post(url, {"file": SimpleUploadedFile("bad.jsonl", _release_with_chart(MALFORMED_CHART)),
                       "lenient": "true"})
     assert ok.status_code == 201 and ok.json()["format"] == "flowbench" and ok.json()["created"]["procedures"] == 2
+
+
+def test_docs_publish_the_current_flowbench_record_schema():
+    from generation.imports.flowbench import flowbench_json_schema
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "import-format.md").read_text()
+    block = docs.split("<summary>FlowBench record JSON Schema</summary>", 1)[1].split("```json", 1)[1].split("```")[0]
+    assert json.loads(block) == flowbench_json_schema()
