@@ -85,6 +85,28 @@ def load_flowgraph(path: str | Path, tools: list[ApiSpec] | None = None, record:
     return g
 
 
+def release_size(path: str | Path) -> int:
+    """How many FlowBench records the file holds (0 when it is not a FlowBench release)."""
+    try:
+        text = _read(path)
+        if text.lstrip("\ufeff").lstrip()[:1] not in ("{", "["):
+            return 0
+        data = load_structured(text, str(path))
+    except (OSError, UnicodeDecodeError, ApiFormatError):
+        return 0
+    items = data if isinstance(data, list) else [data]
+    return len(items) if items and all(is_flowbench_record(d) for d in items) else 0
+
+
+def each_record(main, release: str | Path, log: IO[str], **kwargs) -> int:
+    """Run ``main`` once per record of a multi-record release; the worst exit code wins."""
+    worst = EXIT_OK
+    for k in range(1, release_size(release) + 1):
+        log.write(f"== {release} record {k}\n")
+        worst = max(worst, main(record=k, **kwargs))
+    return worst
+
+
 def _refuse_chart(exc: MermaidSyntaxError, path: str | Path, out: IO[str]) -> int:
     where = getattr(exc, "where", str(path))
     for p in exc.problems:
@@ -96,8 +118,13 @@ def _refuse_chart(exc: MermaidSyntaxError, path: str | Path, out: IO[str]) -> in
 def validate_graph_main(path: str | Path, kind: str | None = None, out: IO[str] | None = None,
                         apis: str | Path | None = None, record: int | None = None,
                         lenient: bool = False) -> int:
-    """``validate_graph FILE [--kind flowgraph|conversation]``: one line per violation."""
+    """``validate_graph FILE [--kind flowgraph|conversation]``: one line per violation.
+
+    A FlowBench release with several records and no ``record`` is validated record by record."""
     out = out or sys.stdout
+    if record is None and kind != "conversation" and release_size(path) > 1:
+        return each_record(validate_graph_main, path, out, path=path, kind=kind, out=out, apis=apis,
+                           lenient=lenient)
     try:
         tools = load_apis(apis, record) if apis else None
         if kind == "conversation":
@@ -134,6 +161,11 @@ def build_tests_main(flowgraph: str | Path, apis: str | Path, out_dir: str | Pat
     """``build_tests``: writes conversation_graph.txt, paths.json, conversations.jsonl,
     tests.jsonl and stats.json into ``out_dir``."""
     out = out or sys.stdout
+    if record is None and release_size(flowgraph) > 1:  # a whole release: one folder per record
+        return each_record(lambda record, **kw: build_tests_main(out_dir=Path(out_dir) / f"record-{record:03d}",
+                                                                  record=record, **kw),
+                           flowgraph, out, flowgraph=flowgraph, apis=apis, paths=paths, sampler=sampler,
+                           noise=noise, seed=seed, out=out, lenient=lenient)
     if sampler not in SAMPLERS:
         out.write(f"error: unknown sampler {sampler!r}; expected one of {', '.join(SAMPLERS)}\n")
         return EXIT_INVALID
@@ -195,6 +227,9 @@ def convert_workflow_main(path: str | Path, src: str, dst: str, apis: str | Path
     with each problem's line and column unless ``lenient``.
     """
     out, err = out or sys.stdout, err or sys.stderr
+    if record is None and src != "flowgraph" and release_size(path) > 1:
+        return each_record(convert_workflow_main, path, out, path=path, src=src, dst=dst, apis=apis, out=out,
+                           err=err, lenient=lenient)
     if src not in FROM_FORMATS or dst not in TO_FORMATS:
         err.write(f"error: --from must be one of {FROM_FORMATS} and --to one of {TO_FORMATS}\n")
         return EXIT_INVALID

@@ -79,12 +79,15 @@ def mermaid_to_flowgraph(text: str, tools: list[ApiSpec], *, strict: bool = True
 # ----------------------------------------------------------------------------- calls vs mentions
 
 _CALL_VERB = r"(?:use|uses|using|used|call|calls|calling|invoke|invokes|invoking|utili[sz]e|utili[sz]ing|" \
-             r"execute|executing|run|running|trigger|triggering|query|querying|request|requesting)"
+             r"execute|executing|run|running|trigger|triggering|query|querying|request|requesting|via|through)"
 _FILLER = r"(?:\s+(?:the|a|an|this|that|tool|tools|api|apis|function|interface|service|named|called|" \
           r"method|endpoint|action))*"
 _JOIN = r"(?:\s*(?:,|and|then|&|/|or)\s*(?:(?:the|tool|api|then)\s+)*)"
 _QUOTE = "[\"'`‘’“”]?"
 _TAIL = r"(?:\s*(?:tool|api|function|interface|service|\(\s*\)))?"
+
+
+_REFERS_BACK = re.compile(r"(result|output|response|return\w*|outcome|value)s?\s+(of|from)\s+(the\s+)?$", re.IGNORECASE)
 
 
 def _tool_pattern(tools: list[ApiSpec]) -> str:
@@ -102,9 +105,11 @@ def tool_calls(text: str, tools: list[ApiSpec]) -> list[tuple[str, str]]:
     whole = re.fullmatch(r"\s*" + _QUOTE + name + _QUOTE + _TAIL + r"\s*(?:\(.*\))?\s*\.?\s*", text, re.IGNORECASE)
     if whole:
         hits.append((0, whole.group(1)))
-    call = re.compile(r"\b" + _CALL_VERB + _FILLER + r"\s+" + _QUOTE + name + _QUOTE + _TAIL, re.IGNORECASE)
+    call = re.compile(r"\b" + _CALL_VERB + _FILLER + r"\s*[:：]?\s+" + _QUOTE + name + _QUOTE + _TAIL, re.IGNORECASE)
     chained = re.compile(_JOIN + _QUOTE + name + _QUOTE + _TAIL, re.IGNORECASE)
     for m in call.finditer(text):
+        if _REFERS_BACK.search(text[:m.start()]):
+            continue  # "the result of calling X" is about an earlier call
         hits.append((m.start(1), m.group(1)))
         pos = m.end()
         while True:
@@ -160,6 +165,25 @@ def attach_parameter_notes(notes: str, tools: list[ApiSpec]) -> list[str]:
     return report
 
 
+def _foldable_decisions(nodes, labels, shapes, succ, tools, root) -> set[str]:
+    """Decision nodes (``{...}``) entered only by unlabelled edges from states that call a tool:
+    their question is about the call's result, so their branches are the call's outcomes."""
+    preds: dict[str, list[tuple[str, str]]] = {n: [] for n in nodes}
+    for u in nodes:
+        for v, label in succ[u]:
+            preds[v].append((u, label))
+    out = set()
+    for v in nodes:
+        if v == root or shapes.get(v) not in ("{", "{{") or not succ[v] or not preds[v]:
+            continue
+        if tool_calls(labels[v], tools) or any(w in preds[v] or w == v for w, _ in succ[v]):
+            continue
+        if all(not label and len(succ[u]) == 1 and u not in out and tool_calls(labels[u], tools)
+               for u, label in preds[v]):
+            out.add(v)
+    return out
+
+
 def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
     succ: dict[str, list[tuple[str, str]]] = {n: [] for n in nodes}
     indeg = {n: 0 for n in nodes}
@@ -199,8 +223,13 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
         g.add_edge(u, v, id=f"E{counter['e']}", label=label)
         counter["e"] += 1
 
+    folded = _foldable_decisions(nodes, labels, shapes, succ, tools, root)
     used_tools: set[str] = set()
     for n in order:
+        if n in folded:
+            report.append(f"decision {n} ({labels[n][:40]!r}) follows a call only: its branches became the "
+                          "call's outcomes")
+            continue
         text = labels[n]
         is_leaf = not succ[n]
         found = tool_calls(text, tools)
@@ -252,7 +281,16 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
             report.append(f"state {n} ends the chart after calling {called[-1]}; inserted the end "
                           "message 'Tell the customer the outcome'")
     for n in order:
+        if n in folded:
+            continue
         for v, label in succ[n]:
+            if v in folded:
+                question = labels[v].strip().rstrip("?")
+                for w, branch in succ[v]:
+                    outcome = branch if len(branch.split()) > 2 else f"{question}: {branch or 'Done'}"
+                    if not g.has_edge(exit_[n], entry[w]):
+                        new_edge(exit_[n], entry[w], outcome)
+                continue
             if g.nodes[exit_[n]]["type"] == "api" and not label:
                 report.append(f"transition {n} -> {v} after API {g.nodes[exit_[n]]['label']} has no "
                               "outcome label; used 'Done'")

@@ -106,6 +106,7 @@ def _split_document(text: str, chart: MermaidChart) -> list[str]:
 class _Scanner:
     def __init__(self, text: str, chart: MermaidChart) -> None:
         self.text, self.i, self.chart = text, 0, chart
+        self.last_good_line = 0
 
     def at(self, pos: int) -> tuple[int, int]:
         line = self.text.count("\n", 0, pos) + 1
@@ -238,7 +239,8 @@ class _Scanner:
             arrow_pos = self.i
             label = self.arrow()
             if label is None:
-                self.rest_of_statement()
+                if self.rest_of_statement():
+                    self.last_good_line = self.at(self.i)[0]
                 return
             targets = self.group()
             if not targets:
@@ -253,6 +255,7 @@ class _Scanner:
             for s in sources:
                 for t in targets:
                     self.chart.edges.append((s, t, label))
+            self.last_good_line = self.at(self.i)[0]
             sources = targets
 
 
@@ -266,4 +269,19 @@ def read_mermaid(text: str) -> MermaidChart:
         if scanner.i >= len(scanner.text):
             break
         scanner.statement()
+    _trailing_prose(chart, body, scanner.last_good_line)
     return chart
+
+
+def _trailing_prose(chart: MermaidChart, body: list[str], last_good_line: int) -> None:
+    """Lines after the last statement that are not statements are a paragraph about the chart
+    (parameter notes without a heading, a closing remark), not a broken chart."""
+    tail = [p for p in chart.problems if p.line > last_good_line]
+    if not tail or not all(p.message.startswith(("cannot read", "unexpected text")) for p in tail):
+        return
+    lines = [body[p.line - 1].strip() for p in tail]
+    if not all(len(re.findall(r"[A-Za-z]{2,}", ln)) >= 3 for ln in lines):
+        return  # not sentences: a broken chart
+    chart.problems = [p for p in chart.problems if p.line <= last_good_line]
+    chart.skipped.append(f"lines {tail[0].line}-{tail[-1].line}: text after the chart read as notes")
+    chart.notes = "\n".join([*lines, chart.notes]).strip()

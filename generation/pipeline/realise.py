@@ -148,7 +148,8 @@ def realise_conversation(g: nx.DiGraph, path: list[Any], apis: list[ApiSpec],
                     known[p.name] = maker.value(p, fresh=retry)
                     values.append(_say(p.name, known[p.name]))
             synthetic = label.strip().rstrip(".").lower() == SYNTHETIC_USER_TURN.lower()
-            parts = ([] if synthetic and values else [user_says(label) if not synthetic else "Here are my details."])
+            opening = "Hi, I need some help, please." if not messages and not label.strip() else user_says(label)
+            parts = ([] if synthetic and values else [opening if not synthetic else "Here are my details."])
             messages.append({"role": "user", "content": " ".join(parts + values)})
         elif ntype == "assistant":
             last = None

@@ -155,9 +155,30 @@ def test_cli_reads_the_release_file_as_is(tmp_path):
     assert build_tests_main(f, f, tmp_path / "out", out=log) == 0, log.getvalue()
     assert "edge coverage 100%" in log.getvalue()
     two = FB / "two.jsonl"
-    msg = io.StringIO()
-    assert build_tests_main(two, two, tmp_path / "o2", out=msg) == 2 and "--record" in msg.getvalue()
+    # A whole release: one folder per record; --record picks one.
+    assert build_tests_main(two, two, tmp_path / "all", out=io.StringIO()) == 0
+    assert sorted(p.name for p in (tmp_path / "all").iterdir()) == ["record-001", "record-002"]
     assert build_tests_main(two, two, tmp_path / "o2", out=io.StringIO(), record=2) == 0
+    msg = io.StringIO()
+    assert build_tests_main(two, two, tmp_path / "o3", out=msg, record=3) == 2 and "records 1 to 2" in msg.getvalue()
+    log = io.StringIO()
+    assert validate_graph_main(two, None, log) == 0 and log.getvalue().count("== ") == 2
+
+
+def test_decision_after_a_call_becomes_the_calls_outcomes():
+    chart = ("flowchart TD\nA[Start]-->B[Ask the city and call findRoom]\nB-->C{Rooms found?}\n"
+             "C-->|Yes|D[Offer the rooms]\nC-->|No|E[Apologise]")
+    g, report = mermaid_to_flowgraph(chart, [ApiSpec("findRoom", params=[ParamSpec("city")])])
+    api = next(n for n, d in g.nodes(data=True) if d["type"] == "api")
+    assert sorted(d["label"] for _, _, d in g.out_edges(api, data=True)) == ["Rooms found: No", "Rooms found: Yes"]
+    assert any("decision C" in r for r in report)
+
+
+def test_prose_after_the_chart_is_read_as_notes_not_as_a_broken_chart():
+    tools = [ApiSpec("findRoom", params=[ParamSpec("city")])]
+    chart = "flowchart TD\nA[Start]-->B[call findRoom]\nB--ok-->C[End]\n\nThe city is a town name.\n"
+    g, report = mermaid_to_flowgraph(chart, tools)
+    assert tools[0].params[0].description == "The city is a town name."
 
 
 def test_truncated_release_names_file_line_record_and_column(tmp_path):
