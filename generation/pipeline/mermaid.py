@@ -254,7 +254,7 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
             ntype = "end_message"
         else:
             ntype = "message"
-        if shapes.get(n) in ("{", "{{"):
+        if shapes.get(n) in ("{", "{{") and not is_call:
             report.append(f"decision {n} mapped to a message node; its branches are edge labels")
         if is_call:
             first = prev = new_node("api", called[0], n)

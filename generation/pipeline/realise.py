@@ -58,7 +58,8 @@ def _say(name: str, value: Any) -> str:
         value = ", ".join(json.dumps(v) if isinstance(v, dict) else str(v) for v in value)
     elif isinstance(value, dict):
         value = json.dumps(value)
-    return f"The {_human(name)} is {value}."
+    plural = name.lower().endswith("s") and not name.lower().endswith(("ss", "us", "is"))
+    return f"The {_human(name)} {'are' if plural else 'is'} {value}."
 
 
 def _output_value(api: ApiSpec, label: str, known: dict[str, Any], rng: random.Random | ValueMaker) -> Any:

@@ -76,6 +76,15 @@ def enum_from_text(text: str) -> list[str]:
     return [v for v in values if v][:50]
 
 
+def range_from_text(text: str) -> tuple[int, int] | None:
+    """``from 1 to 12`` / ``between 2 and 8`` / ``1-12`` written in a description."""
+    m = re.search(r"(?:from|between)\s+(-?\d+)\s+(?:to|and)\s+(-?\d+)|\b(-?\d+)\s*[-–~]\s*(-?\d+)\b", text or "")
+    if not m:
+        return None
+    lo, hi = (int(x) for x in (m.group(1, 2) if m.group(1) is not None else m.group(3, 4)))
+    return (lo, hi) if lo <= hi else None
+
+
 def default_from_text(text: str) -> str | None:
     m = _DEFAULT.search(text or "")
     if not m:
@@ -89,7 +98,9 @@ def examples_from_text(text: str) -> list[str]:
     out: list[str] = []
     for m in _EXAMPLES.finditer(text or ""):
         body = m.group(1)
-        parts = [body] if re.search(r"\d+\s*(?:o'?clock|am|pm)|,\s*\d{4}", body, re.I) else body.split(",")
+        dated = re.search(r"o'?clock|\b\d{1,2}\s*(?:am|pm)\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+                          r"\w*\.?\s+\d{1,2}(?:st|nd|rd|th)?,\s*\d{4}", body, re.I)
+        parts = [body] if dated else body.split(",")
         out += [_clean(p) for p in parts if _clean(p)]
     return out
 

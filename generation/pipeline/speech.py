@@ -68,8 +68,15 @@ def assistant_says(instruction: str, tool_names: list[str], last_output: Any = N
         c = to_you(clause)
         m = re.match(r"^(?:ask|request|collect|obtain|get|inquire)\s+(?:you\s+)?(?:for|about)?\s*(.+)$", c, re.I)
         if m and re.match(r"^(if|whether)\s+you\s+", m.group(1), re.I):
-            said.append(_sentence(re.sub(r"^(if|whether)\s+you\s+", "Would you like to ", m.group(1),
-                                         flags=re.I).replace("want to ", "")).rstrip(".") + "?")
+            rest = re.sub(r"^(if|whether)\s+you\s+", "", m.group(1), flags=re.I)
+            wish = re.match(r"^(?:want|wants|would like|wish|wishes)\s+(to\s+)?(.*)$", rest, re.I)
+            if wish:
+                question = f"Would you like {wish.group(1) or ''}{wish.group(2)}"
+            elif re.match(r"^(need|needs|have|has)\b", rest, re.I):
+                question = "Do you " + re.sub(r"^(need|have)s\b", r"\1", rest)
+            else:
+                question = "Do you " + rest
+            said.append(question.strip().rstrip(".?") + "?")
             continue
         if m and re.match(r"^(if|whether)\b", m.group(1), re.I):
             said.append(f"Could you tell me {m.group(1).strip().rstrip('.')}?")
@@ -95,7 +102,10 @@ def assistant_says(instruction: str, tool_names: list[str], last_output: Any = N
             said.append(_sentence(f"I can offer you {m.group(1)}") if m.group(0).lower().startswith("offer")
                         else _sentence(f"Here is {m.group(1)}"))
             continue
-        said.append(_sentence("Let me " + c[0].lower() + c[1:]))
+        if re.match(r"^(you|your|the|a|an|it|there|this|that|we|our|all|no|nothing)\b", c, re.I):
+            said.append(_sentence(c))
+        else:
+            said.append(_sentence("Let me " + c[0].lower() + c[1:]))
     summary = _summary(last_output)
     if summary and re.search(r"\b(details?|information|options?|results?|returned values)\b", text, re.I):
         said.append(f"Here is what I found: {summary}.")

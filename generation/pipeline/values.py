@@ -17,7 +17,7 @@ from typing import Any
 
 from faker import Faker
 
-from .schema import ParamSpec, examples_from_text
+from .schema import ParamSpec, examples_from_text, range_from_text
 from .typecheck import parse_type
 
 _PERSON = re.compile(r"(customer|passenger|guest|user|person|contact|holder|patient|client|traveller|traveler|"
@@ -25,7 +25,8 @@ _PERSON = re.compile(r"(customer|passenger|guest|user|person|contact|holder|pati
 _BUSINESS = re.compile(r"(hotel|restaurant|shop|store|company|airline|merchant|business|venue|clinic|hospital|"
                        r"bank|cinema|theat|gym|school|agency|brand|vendor|supplier|dealer)", re.I)
 _COUNT = re.compile(r"(count|number_of|num_|^num|quantity|qty|guests|rooms|bedrooms|beds|people|persons|adults|"
-                    r"children|kids|nights|seats|tickets|passengers|days|size|party|need_room|amount_of)", re.I)
+                    r"children|kids|nights|seats|tickets|passengers|days|size|party|need_room|amount_of|hours|minutes|duration|"
+                    r"weeks|months|times|floor|level|stars|rating)", re.I)
 _MONEY = re.compile(r"(price|amount|cost|fee|total|budget|balance|salary|payment|refund|money|fare)", re.I)
 _NEG_WORDS = re.compile(r"^(false|no|none|fail\w*|error|invalid|unavailable|denied|declined|rejected|not\b.*|"
                         r"unsuccessful|cancel\w*|closed|expired|insufficient|empty|0)$", re.I)
@@ -95,7 +96,8 @@ class ValueMaker:
         if head == "bool":
             return self.rng.random() < 0.5
         if head == "int":
-            return self._int(p.name.lower())
+            bounds = range_from_text(p.description)
+            return self.rng.randint(*bounds) if bounds else self._int(p.name.lower())
         if head == "float":
             low = p.name.lower()
             return round(self.rng.uniform(20, 900), 2) if _MONEY.search(low) else round(self.rng.uniform(1, 100), 1)

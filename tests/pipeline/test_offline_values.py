@@ -154,3 +154,14 @@ def test_assistant_speaks_and_user_answers():
     assert assistant_says("Greet the customer", []) == "Hello! How can I help you today?"
     assert user_says("User books again") == "I'd like to book again."
     assert user_says("Yes") == "Yes, please." and user_says("Book a flight") == "Hi, I'd like to book a flight."
+
+
+def test_ranges_examples_and_questions_read_from_the_chart_and_specs():
+    vm = ValueMaker(1)
+    assert 1 <= vm.value(ParamSpec("hours", "int", description="whole hours from 1 to 12")) <= 12
+    assert vm.value(ParamSpec("card_number", "str", description='Card, such as "4111 2222, 5500 1234"')) in (
+        "4111 2222", "5500 1234")
+    dated = ParamSpec("when", "str", description='For example, "12 oclock on January 7, 2199"')
+    assert vm.value(dated) == "12 oclock on January 7, 2199"
+    assert assistant_says("Ask if the user wants another bike", []) == "Would you like another bike?"
+    assert assistant_says("The user is welcome to come back any time", []) == "You are welcome to come back any time."
