@@ -137,9 +137,9 @@ def api_specs(procedure_id: int) -> list[ApiSpec]:
     for a in Api.objects.filter(procedure_id=procedure_id).order_by("id"):
         out.append(ApiSpec(
             name=a.name, description=a.description,
-            params=[ParamSpec(name=p.get("name", ""), type=p.get("type", "str"), required=p.get("required", True),
-                              description=p.get("description", "")) for p in a.parameters],
+            params=[ParamSpec.from_dict({"name": "", **p}) for p in a.parameters],  # i13: enum/default/properties
             output_name=a.output_name, output_type=a.output_type,
+            outputs=[ParamSpec.from_dict({"name": "", **o}) for o in a.outputs],  # i13: declared output fields
         ))
     return out
 

@@ -156,7 +156,8 @@ def attach_parameter_notes(notes: str, tools: list[ApiSpec]) -> list[str]:
             continue
         for p in matched:
             if sentence not in p.description:
-                p.description = (p.description.rstrip() + " " + sentence).strip()
+                base = p.description.rstrip()
+                p.description = (base + ("" if not base or base[-1] in ".!?;:" else ".") + " " + sentence).strip()
                 p.enum = p.enum or enum_from_text(p.description)
                 if p.default is None:
                     p.default = default_from_text(p.description)
