@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from generation.pipeline.apis import ApiFormatError, api_to_dict, parse_api_list
 from generation.pipeline.formats import graph_to_json
+from generation.pipeline.toolspecs import dedupe_apis
 
 from .common import ImportFormatError, PlannedRow, _apis, _dedupe, _identity, _intent_row, _procedure_row, _violations
 
@@ -118,6 +119,8 @@ def plan_flowbench(data: Any, *, lenient: bool = False) -> tuple[list[PlannedRow
             where = f"{where} ({name})"
         name, client, text, chart, raw_tools, chart_key = _fields(item, where)
         tools_key = "apis" if "apis" in item else next((k for k in ("tools", "toolbox") if k in item), "apis")
+        raw_tools, repeats = dedupe_apis(raw_tools)
+        notes += [f"{name}: {line}" for line in repeats]
         try:
             specs = parse_api_list({"apis": raw_tools} if isinstance(raw_tools, list) else raw_tools)
         except ApiFormatError as exc:

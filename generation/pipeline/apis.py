@@ -71,6 +71,11 @@ _TYPE_WORDS = {
     "integer": "int", "int": "int", "number": "float", "float": "float", "double": "float",
     "boolean": "bool", "bool": "bool", "array": "list", "list": "list", "object": "dict",
     "dict": "dict", "null": "None", "any": "Any",
+    # spellings met in hand-written tool lists (FlowBench and others)
+    "enum": "str", "enumeration": "str", "char": "str", "varchar": "str", "timestamp": "str", "uuid": "str",
+    "email": "str", "url": "str", "long": "int", "short": "int", "int32": "int", "int64": "int",
+    "decimal": "float", "money": "float", "bigdecimal": "float", "json": "dict", "map": "dict",
+    "jsonobject": "dict", "jsonarray": "list", "boolean string": "str",
 }
 
 

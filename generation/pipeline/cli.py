@@ -14,7 +14,7 @@ from .apis import ApiFormatError, ApiSpec, parse_api_list, parse_api_text
 from .build import BuildError, build_offline
 from .formats import GraphFormatError, load_graph, write_graph_text
 from .mermaid import MermaidSyntaxError, mermaid_to_flowgraph
-from .toolspecs import is_flowbench_record, load_structured, select_record
+from .toolspecs import dedupe_apis, is_flowbench_record, load_structured, select_record
 from .render import to_code, to_dot, to_mermaid, to_outline
 from .sampling import SAMPLERS, SamplingError
 from .validate import errors, validate_conversation_graph, validate_flowgraph
@@ -59,7 +59,7 @@ def flowbench_chart(text: str, path: str | Path, record: int | None) -> tuple[st
     if not isinstance(chart, str) or not chart.strip():
         raise ApiFormatError(f"{where}: is missing or empty")
     try:
-        apis = parse_api_list({"apis": rec.get("apis") or []})
+        apis = parse_api_list({"apis": dedupe_apis(rec.get("apis") or [])[0]})
     except ApiFormatError as exc:
         raise ApiFormatError(f"{path}, line {number} (record {number}), key 'apis': {exc}") from None
     return chart, apis, where

@@ -285,6 +285,12 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
         if n in folded:
             continue
         for v, label in succ[n]:
+            if v == root and succ[root]:
+                # A flowgraph never returns to its greeting: "start over" goes to the first step.
+                report.append(f"transition {n} -> {v} returns to the start; it goes to {succ[root][0][0]} instead")
+                v = succ[root][0][0]
+                if v in folded or exit_.get(n) is None or g.has_edge(exit_[n], entry[v]):
+                    continue
             if v in folded:
                 question = labels[v].strip().rstrip("?")
                 for w, branch in succ[v]:

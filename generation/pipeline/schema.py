@@ -50,10 +50,17 @@ class ParamSpec:
         enum = d.get("enum") if isinstance(d.get("enum"), list) else enum_from_text(desc)
         return cls(
             name=str(d["name"]).strip(), type=normalise_type(d.get("type", "str")),
-            required=bool(d.get("required", True)), description=desc, enum=list(enum or []),
+            required=_flag(d.get("required", True)), description=desc, enum=list(enum or []),
             default=d.get("default", default_from_text(desc)), format=str(d.get("format", "") or ""),
             properties=[cls.from_dict(p) for p in props if isinstance(p, dict) and p.get("name")],
         )
+
+
+def _flag(value: Any) -> bool:
+    """``required`` as written: true/false, or the strings "true"/"false"/"yes"/"no"."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "yes", "1", "required", "y")
+    return bool(value)
 
 
 # "Enumeration type, [Yes, No]", "Enumerated type, [true, false]", "enum: [a, b]", "one of [a, b]"

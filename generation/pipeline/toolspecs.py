@@ -86,6 +86,25 @@ def select_record(data: Any, record: int | None, source: str = "") -> Any:
     return data
 
 
+def dedupe_apis(items: Any) -> tuple[Any, list[str]]:
+    """A workflow's tool list with repeated names kept once (the first), and a note per repeat."""
+    if not isinstance(items, list):
+        return items, []
+    seen: dict[str, Any] = {}
+    out, notes = [], []
+    for i, item in enumerate(items, 1):
+        name = item.get("api_name", item.get("name")) if isinstance(item, dict) else None
+        if isinstance(name, str) and name.strip() in seen:
+            same = seen[name.strip()] == item
+            notes.append(f"API {i} repeats {name.strip()!r}{'' if same else ' with a different description'}; "
+                         "the first is kept")
+            continue
+        if isinstance(name, str):
+            seen[name.strip()] = item
+        out.append(item)
+    return out, notes
+
+
 def unwrap_tool_document(data: Any) -> Any:
     """Strip the envelopes around a tool list: a JSON-RPC response, a FlowBench record, MCP $refs."""
     if isinstance(data, dict) and isinstance(data.get("result"), dict) and "tools" in data["result"]:
@@ -95,7 +114,7 @@ def unwrap_tool_document(data: Any) -> Any:
     if isinstance(data, list) and len(data) > 1 and all(is_flowbench_record(d) for d in data):
         raise ApiFormatError(f"the file holds {len(data)} FlowBench workflows; choose one with --record N")
     if is_flowbench_record(data):
-        return {"apis": data["apis"]}
+        return {"apis": dedupe_apis(data["apis"])[0]}
     if isinstance(data, dict) and isinstance(data.get("tools"), list):
         tools = [_resolve_mcp(t) for t in data["tools"]]
         return {**data, "tools": tools}

@@ -134,3 +134,11 @@ def test_docs_publish_the_current_flowbench_record_schema():
     docs = (Path(__file__).resolve().parents[2] / "docs" / "import-format.md").read_text()
     block = docs.split("<summary>FlowBench record JSON Schema</summary>", 1)[1].split("```json", 1)[1].split("```")[0]
     assert json.loads(block) == flowbench_json_schema()
+
+
+@pytest.mark.django_db
+def test_a_repeated_api_in_a_record_is_kept_once_and_noted():
+    rec = json.loads(RELEASE.read_text().splitlines()[0])
+    rec["apis"].append(dict(rec["apis"][0]))
+    result = items_import(raw=json.dumps(rec).encode(), fmt="flowbench")
+    assert result.created["APIs"] == 2 and any("repeats 'checkSailing'" in n for n in result.notes)

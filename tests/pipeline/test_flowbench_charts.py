@@ -188,3 +188,12 @@ def test_truncated_release_names_file_line_record_and_column(tmp_path):
     err = io.StringIO()
     assert convert_workflow_main(cut, "flowbench", "flowgraph", out=io.StringIO(), err=err) == 2
     assert f"{cut}: line 2 (record 2), column" in err.getvalue()
+
+
+def test_an_edge_back_to_start_goes_to_the_first_step_and_validates():
+    from generation.pipeline.validate import validate_flowgraph
+
+    g, report = mermaid_to_flowgraph("flowchart TD\nA[Start]-->|Help|B[Ask what they need]\n"
+                                     "B-->|Again|A\nB-->|Bye|C[Say goodbye]", [])
+    assert validate_flowgraph(g, []) == []
+    assert any("returns to the start" in r for r in report)

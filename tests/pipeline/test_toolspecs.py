@@ -74,3 +74,11 @@ def test_bad_documents_say_where():
         parse_api_list({"openapi": "3.1.0", "paths": {"/a": {"get": {"parameters": [{"$ref": "#/nope"}]}}}})
     with pytest.raises(ApiFormatError, match="declares no operation"):
         parse_api_list({"openapi": "3.1.0", "paths": {}})
+
+
+def test_hand_written_type_words_and_required_strings():
+    (api,) = parse_api_list([{"api_name": "x", "input_parameters": {
+        "a": {"type": "Enum", "description": "Enumeration type, [p, q]", "required": "false"},
+        "b": {"type": "Long", "required": "true"}, "c": {"type": "JSON"}}}])
+    assert [(p.name, p.type, p.required) for p in api.params] == [("a", "str", False), ("b", "int", True),
+                                                                 ("c", "dict", True)]
