@@ -197,3 +197,23 @@ def test_an_edge_back_to_start_goes_to_the_first_step_and_validates():
                                      "B-->|Again|A\nB-->|Bye|C[Say goodbye]", [])
     assert validate_flowgraph(g, []) == []
     assert any("returns to the start" in r for r in report)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_PIECES = ["flowchart TD\n", "A", "B", "C1", "[", "]", "(", ")", "{", "}", ">", "-->", "--", "-- x -->", "|", "|y|",
+           "&", " ", "\n", '"', "call findRoom", "Start", "%% c\n", "subgraph s\n", "end\n", "Auxiliary parameter "
+           "information: city is a town.\n", ";", "==>", "-.->"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40))
+def test_any_text_is_either_converted_or_refused_with_line_and_column(pieces):
+    text = "".join(pieces)
+    tools = [ApiSpec("findRoom", params=[ParamSpec("city")])]
+    try:
+        mermaid_to_flowgraph(text, tools)
+    except MermaidSyntaxError as exc:
+        assert exc.problems and all(p.line >= 1 and p.column >= 1 for p in exc.problems)
+    mermaid_to_flowgraph(text, tools, strict=False)  # lenient never raises
