@@ -87,7 +87,9 @@ _QUOTE = "[\"'`‘’“”]?"
 _TAIL = r"(?:\s*(?:tool|api|function|interface|service|\(\s*\)))?"
 
 
-_REFERS_BACK = re.compile(r"(result|output|response|return\w*|outcome|value)s?\s+(of|from)\s+(the\s+)?$", re.IGNORECASE)
+_REFERS_BACK = re.compile(r"((result|output|response|return\w*|outcome|value|information|details?|data)s?\s+(of|from)|"
+                          r"(returned|provided|given|obtained|produced)\s+by)\s+(the\s+)?$", re.IGNORECASE)
+_CONDITION = re.compile(r"\b(if|when|whether|unless|once)\s+(the\s+)?$", re.IGNORECASE)
 
 
 def _tool_pattern(tools: list[ApiSpec]) -> str:
@@ -107,6 +109,13 @@ def tool_calls(text: str, tools: list[ApiSpec]) -> list[tuple[str, str]]:
         hits.append((0, whole.group(1)))
     call = re.compile(r"\b" + _CALL_VERB + _FILLER + r"\s*[:：]?\s+" + _QUOTE + name + _QUOTE + _TAIL, re.IGNORECASE)
     chained = re.compile(_JOIN + _QUOTE + name + _QUOTE + _TAIL, re.IGNORECASE)
+    # "the X API", "the 'X' tool", "X interface": naming the tool as a tool is a call, unless the
+    # words before refer back to an earlier call's result.
+    named = re.compile(_QUOTE + name + _QUOTE + r"\s+(?:tool|api|interface|function|service)\b", re.IGNORECASE)
+    for m in named.finditer(text):
+        before = text[:m.start()]
+        if not _REFERS_BACK.search(before) and not _CONDITION.search(before):
+            hits.append((m.start(1), m.group(1)))
     for m in call.finditer(text):
         if _REFERS_BACK.search(text[:m.start()]):
             continue  # "the result of calling X" is about an earlier call

@@ -72,6 +72,12 @@ def test_parameter_notes_attach_to_matching_parameters_and_the_rest_is_reported(
     ("if holdRoom returns false, apologise", []),
     ("tell the result of findRoom to the guest", []),
     ("the findRoom results are shown", []),
+    ("Check the rooms with the findRoom API", ["findRoom"]),
+    ("based on the result of the findRoom API, reply", []),
+    ("the data returned by the holdRoom tool", []),
+    ("if the holdRoom API fails, apologise", []),
+    ("When calling holdRoom, pass the dates", ["holdRoom"]),
+    ("get the rooms through the findRoom interface", ["findRoom"]),
 ])
 def test_call_phrases(text, expected):
     tools = [ApiSpec("findRoom"), ApiSpec("holdRoom"), ApiSpec("contactMaster")]
