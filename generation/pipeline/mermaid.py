@@ -203,7 +203,7 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
             continue
         succ[u].append((v, label))
         indeg[v] += 1
-    roots = [n for n in nodes if indeg[n] == 0]
+    roots = [n for n in nodes if indeg[n] == 0 and succ[n]] or [n for n in nodes if indeg[n] == 0]
     g = nx.DiGraph(kind="flowgraph")
     if not nodes:
         report.append("no nodes found")
@@ -216,7 +216,10 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
     order = breadth_first(root, lambda x: (y for y, _ in succ[x]))
     seen = set(order)
     for n in nodes:
-        if n not in seen:
+        if n not in seen and not succ[n] and not indeg[n]:
+            # A state with no transition at all (a stray definition) joins nothing: leave it out.
+            report.append(f"state {n} ({labels[n][:40]!r}) has no transition; left out of the flowgraph")
+        elif n not in seen:
             report.append(f"state {n} cannot be reached from {root}")
             order.append(n)
     counter = {"n": 0, "e": 0}

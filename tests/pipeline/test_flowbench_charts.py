@@ -223,3 +223,11 @@ def test_any_text_is_either_converted_or_refused_with_line_and_column(pieces):
     except MermaidSyntaxError as exc:
         assert exc.problems and all(p.line >= 1 and p.column >= 1 for p in exc.problems)
     mermaid_to_flowgraph(text, tools, strict=False)  # lenient never raises
+
+
+def test_a_stray_state_without_transitions_is_left_out_and_reported():
+    from generation.pipeline.validate import validate_flowgraph
+
+    g, report = mermaid_to_flowgraph("flowchart TD\nX[A note about the chart]\nA[Start]-->|Help|B[Say goodbye]", [])
+    assert validate_flowgraph(g, []) == [] and g.number_of_nodes() == 2
+    assert any("X" in r and "left out" in r for r in report)
