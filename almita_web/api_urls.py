@@ -8,6 +8,7 @@ from almita_web.api.docs import ANY_ROLE, SchemaView, api_docs
 from curation import api as curation_api
 from evaluation import api as evaluation_api
 from generation import api as generation_api
+from generation.import_api import ImportView
 
 app_name = "api"
 
@@ -41,5 +42,6 @@ urlpatterns = [
     path("auth/token/", obtain_auth_token, name="token"),
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", api_docs, name="docs"),
+    path("imports/", ImportView.as_view(), name="imports"),
     path("", include(router.urls)),
 ]

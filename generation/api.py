@@ -26,7 +26,8 @@ class IntentSerializer(serializers.ModelSerializer):
 class ApiSerializer(serializers.ModelSerializer):
     class Meta:
         model = Api
-        fields = ARTIFACT_FIELDS + ["procedure", "name", "description", "parameters", "output_name", "output_type"]
+        fields = ARTIFACT_FIELDS + ["procedure", "name", "description", "parameters", "output_name", "output_type",
+                                   "outputs"]
 
 
 class ProcedureSerializer(serializers.ModelSerializer):

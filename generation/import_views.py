@@ -17,6 +17,9 @@ class ImportForm(forms.Form):
     name = forms.CharField(required=False, max_length=200,
                            help_text="API lists: the name of the intent and procedure created for them")
     procedure_file = forms.FileField(required=False, help_text="API lists: the procedure (policy) text, e.g. a wiki.md")
+    lenient = forms.BooleanField(required=False, label="Lenient Mermaid",
+                                 help_text="Import malformed flowcharts as far as they can be read, with a report "
+                                           "(by default they are refused with the line and column of each problem)")
 
     def clean_file(self):
         f = self.cleaned_data["file"]
@@ -48,6 +51,7 @@ def import_upload(request: HttpRequest) -> HttpResponse:
             result = items_import(
                 raw=upload.read(), fmt=form.cleaned_data["format"],
                 name=form.cleaned_data["name"] or stem, procedure_text=form.cleaned_data["procedure_file"],
+                lenient=form.cleaned_data["lenient"], source=upload.name,
             )
         except ImportFormatError as exc:
             refusal = str(exc)

@@ -183,6 +183,9 @@ class Api(Artifact):
     parameters = models.JSONField(default=list, blank=True)
     output_name = models.CharField(max_length=200, default="result")
     output_type = models.CharField(max_length=200, default="dict")
+    # Declared output fields, same shape as parameters (+ nested "properties"); empty when only
+    # output_name/output_type are known.
+    outputs = models.JSONField(default=list, blank=True)
 
     class Meta(Artifact.Meta):
         constraints = Artifact.Meta.constraints + [

@@ -21,17 +21,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .schema import ParamSpec, params_from_schema, schema_type  # noqa: F401 (ParamSpec is re-exported)
+
 
 class ApiFormatError(ValueError):
     """An API list could not be understood; the message names the item index and field."""
-
-
-@dataclass
-class ParamSpec:
-    name: str
-    type: str = "str"
-    required: bool = True
-    description: str = ""
 
 
 @dataclass
@@ -41,6 +35,9 @@ class ApiSpec:
     params: list[ParamSpec] = field(default_factory=list)
     output_name: str = "result"
     output_type: str = "dict"
+    # Declared output fields (FlowBench output_parameters, a JSON-schema response): when present
+    # an API output is the JSON object of these fields.
+    outputs: list[ParamSpec] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ApiSpec":
@@ -56,15 +53,15 @@ class ApiSpec:
 
 def api_to_dict(api: ApiSpec) -> dict[str, Any]:
     """The paper's A.3 shape, extended with type/required/description per parameter."""
-    return {
+    d = {
         "name": api.name,
         "desc": api.description,
-        "params": [
-            {"name": p.name, "type": p.type, "required": p.required, "description": p.description}
-            for p in api.params
-        ],
+        "params": [p.to_dict() for p in api.params],
         "output": {"name": api.output_name, "type": api.output_type},
     }
+    if api.outputs:
+        d["outputs"] = [p.to_dict() for p in api.outputs]
+    return d
 
 
 # JSON-schema / STAR / FlowBench type words mapped onto the Python typing names used by the paper.
@@ -74,6 +71,11 @@ _TYPE_WORDS = {
     "integer": "int", "int": "int", "number": "float", "float": "float", "double": "float",
     "boolean": "bool", "bool": "bool", "array": "list", "list": "list", "object": "dict",
     "dict": "dict", "null": "None", "any": "Any",
+    # spellings met in hand-written tool lists (FlowBench and others)
+    "enum": "str", "enumeration": "str", "char": "str", "varchar": "str", "timestamp": "str", "uuid": "str",
+    "email": "str", "url": "str", "long": "int", "short": "int", "int32": "int", "int64": "int",
+    "decimal": "float", "money": "float", "bigdecimal": "float", "json": "dict", "map": "dict",
+    "jsonobject": "dict", "jsonarray": "list", "boolean string": "str",
 }
 
 
@@ -90,62 +92,47 @@ def normalise_type(raw: Any) -> str:
     return _TYPE_WORDS.get(text.lower(), text)
 
 
-def _schema_type(schema: dict[str, Any]) -> str:
-    """Python typing expression for a JSON-schema fragment."""
-    if not isinstance(schema, dict):
-        return "Any"
-    if "anyOf" in schema or "oneOf" in schema:
-        options = [_schema_type(s) for s in schema.get("anyOf", schema.get("oneOf", []))]
-        return " | ".join(options) if options else "Any"
-    t = schema.get("type")
-    if isinstance(t, list):
-        return " | ".join(_schema_type({**schema, "type": x}) for x in t)
-    if t == "array":
-        items = schema.get("items")
-        return f"list[{_schema_type(items)}]" if isinstance(items, dict) and items else "list"
-    if t == "object":
-        return "dict"
-    return normalise_type(t)
+def _where(index: int) -> str:
+    return f"API {index + 1}"
 
 
 def _params_from_schema(schema: Any, index: int, field_name: str) -> list[ParamSpec]:
     if schema in (None, {}):
         return []
     if not isinstance(schema, dict):
-        raise ApiFormatError(f"item {index}: field '{field_name}' must be a JSON-schema object")
-    props = schema.get("properties", {})
-    if not isinstance(props, dict):
-        raise ApiFormatError(f"item {index}: field '{field_name}.properties' must be an object")
-    required = set(schema.get("required", []) or [])
-    return [
-        ParamSpec(
-            name=str(pname),
-            type=_schema_type(pschema if isinstance(pschema, dict) else {}),
-            required=pname in required,
-            description=str((pschema or {}).get("description", "")) if isinstance(pschema, dict) else "",
-        )
-        for pname, pschema in props.items()
-    ]
+        raise ApiFormatError(f"{_where(index)}: key '{field_name}' must be a JSON-schema object")
+    if "properties" in schema and not isinstance(schema["properties"], dict):
+        raise ApiFormatError(f"{_where(index)}: key '{field_name}.properties' must be an object")
+    return params_from_schema(schema)
 
 
-def _params_from_flowbench(mapping: Any, index: int, field_name: str) -> list[ParamSpec]:
-    """FlowBench lists parameters as ``{name: {"type", "description", "required"}}``."""
-    if mapping in (None, {}):
+def _flowbench_param(pname: str, spec: Any, required_default: bool) -> ParamSpec:
+    spec = spec if isinstance(spec, dict) else {"type": spec}
+    p = ParamSpec.from_dict({**spec, "name": pname, "required": spec.get("required", required_default)})
+    props = spec.get("properties")
+    if isinstance(props, dict) and props:
+        if "properties" in props and isinstance(props["properties"], dict):  # a JSON schema
+            p.properties = params_from_schema(props)
+        else:
+            p.properties = [_flowbench_param(str(k), v, False) for k, v in props.items()]
+    elif isinstance(spec.get("items"), dict):
+        p.properties = params_from_schema(spec["items"])
+        if p.type == "list" and spec["items"].get("type"):
+            p.type = f"list[{schema_type(spec['items'])}]"
+    return p
+
+
+def _params_from_flowbench(mapping: Any, index: int, field_name: str, required_default: bool = True) -> list[ParamSpec]:
+    """FlowBench lists parameters as ``{name: {"type", "description", "required", "properties"?}}``."""
+    if mapping in (None, {}, []):
         return []
+    if isinstance(mapping, list):  # [{"name": ..., "type": ...}]
+        return [ParamSpec.from_dict(p) for p in mapping if isinstance(p, dict) and p.get("name")]
     if not isinstance(mapping, dict):
-        raise ApiFormatError(f"item {index}: field '{field_name}' must be an object of parameters")
-    if "properties" in mapping:  # a JSON schema slipped in under the FlowBench key
+        raise ApiFormatError(f"{_where(index)}: key '{field_name}' must be an object of parameters")
+    if "properties" in mapping and isinstance(mapping["properties"], dict):  # a JSON schema slipped in
         return _params_from_schema(mapping, index, field_name)
-    out = []
-    for pname, spec in mapping.items():
-        spec = spec if isinstance(spec, dict) else {"type": spec}
-        out.append(ParamSpec(
-            name=str(pname),
-            type=normalise_type(spec.get("type", "str")),
-            required=bool(spec.get("required", True)),
-            description=str(spec.get("description", "")),
-        ))
-    return out
+    return [_flowbench_param(str(k), v, required_default) for k, v in mapping.items()]
 
 
 def _params_from_paper(params: Any, index: int) -> list[ParamSpec]:
@@ -154,21 +141,16 @@ def _params_from_paper(params: Any, index: int) -> list[ParamSpec]:
     if isinstance(params, dict):  # {"order_id": "int", ...} written as one object
         params = [{k: v} for k, v in params.items()]
     if not isinstance(params, list):
-        raise ApiFormatError(f"item {index}: field 'params' must be a list")
+        raise ApiFormatError(f"{_where(index)}: key 'params' must be a list")
     out: list[ParamSpec] = []
     for j, p in enumerate(params):
-        where = f"item {index}: field 'params[{j}]'"
+        where = f"{_where(index)}: key 'params[{j}]'"
         if isinstance(p, str):
             out.append(ParamSpec(name=p))
         elif isinstance(p, dict) and "name" in p:
             if not isinstance(p["name"], str) or not p["name"].strip():
                 raise ApiFormatError(f"{where}.name must be a non-empty string")
-            out.append(ParamSpec(
-                name=p["name"].strip(),
-                type=normalise_type(p.get("type", "str")),
-                required=bool(p.get("required", True)),
-                description=str(p.get("description", p.get("desc", ""))),
-            ))
+            out.append(ParamSpec.from_dict(p))
         elif isinstance(p, dict) and len(p) == 1:  # the A.6 shape {"order_id": "int"}
             (pname, ptype), = p.items()
             out.append(ParamSpec(name=str(pname), type=normalise_type(ptype)))
@@ -191,24 +173,33 @@ def _parse_output(output: Any, index: int) -> tuple[str, str]:
         return "result", "dict"
     if isinstance(output, list):  # STAR / FlowBench style list of output fields -> a dict
         return "result", "dict"
-    raise ApiFormatError(f"item {index}: field 'output' must be an object or a type string")
+    raise ApiFormatError(f"{_where(index)}: key 'output' must be an object or a type string")
+
+
+_NAME_KEYS = ("name", "api_name", "tool_name", "operationId")
+_DESC_KEYS = ("desc", "description", "api_description", "api_desc")
 
 
 def _parse_item(item: Any, index: int) -> ApiSpec:
     if not isinstance(item, dict):
-        raise ApiFormatError(f"item {index}: expected an object, got {type(item).__name__}")
+        raise ApiFormatError(f"{_where(index)}: expected an object, got {type(item).__name__}")
     if item.get("type") == "function" and "function" in item:  # OpenAI tool wrapper
         inner = item["function"]
         if not isinstance(inner, dict):
-            raise ApiFormatError(f"item {index}: field 'function' must be an object")
+            raise ApiFormatError(f"{_where(index)}: key 'function' must be an object")
         return _parse_item(inner, index)
     if "function" in item and "input" in item:  # STAR api description
         return _parse_star(item, index)
-    name = item.get("name")
+    name_key = next((k for k in _NAME_KEYS if k in item), "name")
+    name = item.get(name_key)
     if not isinstance(name, str) or not name.strip():
-        raise ApiFormatError(f"item {index}: field 'name' is missing or not a non-empty string")
+        raise ApiFormatError(f"{_where(index)}: key '{name_key}' is missing or not a non-empty string")
     name = name.strip()
-    description = str(item.get("desc", item.get("description", "")) or "")
+    description = str(next((item[k] for k in _DESC_KEYS if item.get(k)), "") or "")
+    if isinstance(item.get("inputSchema"), dict):  # an MCP tool
+        outputs = _params_from_schema(item.get("outputSchema"), index, "outputSchema")
+        return ApiSpec(name, description, _params_from_schema(item["inputSchema"], index, "inputSchema"),
+                       "result", "dict", outputs)
     if "parameters" in item and isinstance(item["parameters"], dict) and (
         "properties" in item["parameters"] or item["parameters"].get("type") == "object"
     ):
@@ -221,10 +212,13 @@ def _parse_item(item: Any, index: int) -> ApiSpec:
     for key in ("input_parameters", "Input parameters", "inputs"):
         if key in item:
             params = _params_from_flowbench(item[key], index, key)
-            return ApiSpec(name, description, params, "result", "dict")
+            out_key = next((k for k in ("output_parameters", "Output parameters", "outputs") if k in item), "")
+            outputs = _params_from_flowbench(item.get(out_key), index, out_key, False) if out_key else []
+            return ApiSpec(name, description, params, "result", "dict", outputs)
     params = _params_from_paper(item.get("params", item.get("parameters")), index)
     oname, otype = _parse_output(item.get("output"), index)
-    return ApiSpec(name, description, params, oname, otype)
+    outputs = [ParamSpec.from_dict(p) for p in item.get("outputs") or [] if isinstance(p, dict) and p.get("name")]
+    return ApiSpec(name, description, params, oname, otype, outputs)
 
 
 _STAR_TYPES = {"integer": "int", "boolean": "bool", "float": "float"}
@@ -233,12 +227,12 @@ _STAR_TYPES = {"integer": "int", "boolean": "bool", "float": "float"}
 def _parse_star(item: dict[str, Any], index: int) -> ApiSpec:
     inputs = item.get("input")
     if not isinstance(inputs, list):
-        raise ApiFormatError(f"item {index}: field 'input' must be a list")
+        raise ApiFormatError(f"{_where(index)}: key 'input' must be a list")
     required = set(item.get("required") or [])
     params = []
     for j, p in enumerate(inputs):
         if not isinstance(p, dict) or not isinstance(p.get("Name"), str):
-            raise ApiFormatError(f"item {index}: field 'input[{j}].Name' is missing")
+            raise ApiFormatError(f"{_where(index)}: key 'input[{j}].Name' is missing")
         params.append(ParamSpec(
             name=p["Name"],
             type=_STAR_TYPES.get(str(p.get("Type", "")).lower(), "str"),
@@ -253,11 +247,16 @@ def parse_api_list(data: Any) -> list[ApiSpec]:
     """Parse any supported API-list shape (see module docstring) into :class:`ApiSpec` objects."""
     if isinstance(data, (str, bytes)):
         return parse_api_text(data.decode() if isinstance(data, bytes) else data)
+    from .toolspecs import is_openapi, openapi_apis, unwrap_tool_document
+
+    data = unwrap_tool_document(data)
+    if is_openapi(data):
+        return openapi_apis(data)
     if isinstance(data, dict):
         if "apis" in data:
             items = data["apis"]
             if not isinstance(items, list):
-                raise ApiFormatError("field 'apis' must be a list")
+                raise ApiFormatError("key 'apis' must be a list")
         elif "tools" in data and isinstance(data["tools"], list):
             items = data["tools"]
         elif "function" in data and "input" in data:
@@ -274,7 +273,7 @@ def parse_api_list(data: Any) -> list[ApiSpec]:
     seen: dict[str, int] = {}
     for i, api in enumerate(apis):
         if api.name in seen:
-            raise ApiFormatError(f"item {i}: field 'name' repeats '{api.name}' (item {seen[api.name]})")
+            raise ApiFormatError(f"{_where(i)}: key 'name' repeats '{api.name}' ({_where(seen[api.name])})")
         seen[api.name] = i
     return apis
 
@@ -284,12 +283,11 @@ _TEXT_BLOCK = re.compile(r"^\s*API:\s*(?P<name>\S+)\s*$", re.MULTILINE)
 
 def parse_api_text(text: str) -> list[ApiSpec]:
     """Parse JSON text, or FlowBench's plain-text tool listing (``API: name`` blocks)."""
+    from .toolspecs import load_structured
+
     stripped = text.strip()
-    if stripped.startswith(("{", "[")):
-        try:
-            return parse_api_list(json.loads(stripped))
-        except json.JSONDecodeError as exc:
-            raise ApiFormatError(f"invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+    if stripped.startswith(("{", "[")) or re.match(r"^(openapi|swagger)\s*:", stripped):
+        return parse_api_list(load_structured(text))
     starts = list(_TEXT_BLOCK.finditer(text))
     if not starts:
         raise ApiFormatError("no API found: expected JSON or 'API: name' blocks")
@@ -297,14 +295,17 @@ def parse_api_text(text: str) -> list[ApiSpec]:
     for i, m in enumerate(starts):
         block = text[m.end(): starts[i + 1].start() if i + 1 < len(starts) else len(text)]
         desc = re.search(r"API\s+Desc\w*:\s*(.*)", block)
-        inputs = re.search(r"Input parameters:\s*(\{.*\})", block)
-        try:
-            params = json.loads(inputs.group(1)) if inputs else {}
-        except json.JSONDecodeError as exc:
-            raise ApiFormatError(f"item {i}: field 'Input parameters' is not JSON: {exc.msg}") from exc
+        found = {}
+        for key in ("Input parameters", "Output parameters"):
+            hit = re.search(key + r":\s*(\{.*\})", block)
+            try:
+                found[key] = json.loads(hit.group(1)) if hit else {}
+            except json.JSONDecodeError as exc:
+                raise ApiFormatError(f"{_where(i)}: key '{key}' is not JSON: {exc.msg}") from exc
         apis.append(ApiSpec(
             name=m.group("name"),
             description=desc.group(1).strip() if desc else "",
-            params=_params_from_flowbench(params, i, "Input parameters"),
+            params=_params_from_flowbench(found["Input parameters"], i, "Input parameters"),
+            outputs=_params_from_flowbench(found["Output parameters"], i, "Output parameters", False),
         ))
     return apis

@@ -7,6 +7,7 @@ from typing import Any
 import networkx as nx
 
 from .apis import ApiSpec
+from .consistency import outcome_violations
 from .convert import flowgraph_to_conversation_graph
 from .extract import extract_tests
 from .noise import add_noise
@@ -57,8 +58,9 @@ def build_offline(flowgraph: nx.DiGraph, apis: list[ApiSpec], paths: int | None 
     for i, path in enumerate(sampled):
         cid = f"c{i:04d}"
         messages = realise_conversation(cg, path, apis, seed=seed * 100003 + i)
+        outcome, _ = outcome_violations(cg, path, messages, apis)
         found += [Violation(v.rule, f"{cid} {v.where}", v.message, v.severity)
-                  for v in validate_conversation(messages, apis)]
+                  for v in validate_conversation(messages, apis) + outcome]
         conversations.append({"id": cid, "path": path, "messages": messages})
         for t in extract_tests(messages):
             tests.append({"conversation_id": cid, **t})

@@ -1,16 +1,23 @@
 """Mermaid flowchart (FlowBench style) + tool list -> flowgraph.
 
-Two dialects are read:
+Two dialects are read (the text itself by :mod:`.mermaid_syntax`):
 
 * this project's own export (:func:`.render.to_mermaid`): ``class`` lines carry node types, so the
   import is exact;
-* FlowBench's hand-written charts: nodes are dialogue states whose text may say "call <tool>".
-  A state that mentions tools becomes a message node followed by one api node per tool (in the
-  order mentioned); the state's outgoing edge labels become the API outcomes. Other states become
-  message nodes, states without outgoing edges become end_message nodes, and the parentless state
-  becomes the start_message. Edge labels leaving messages are user replies.
+* FlowBench's hand-written charts: nodes are dialogue states whose text may tell the agent to use a
+  tool. Only a *call* makes an api node: "use/call/invoke X" (also "using/calling/invoking X", "call
+  the X tool", "call X and Y"), or a node whose whole text is the tool (``C[checkSeat]``). A mention
+  of an earlier call's outcome ("based on the returned values of X", "if X returns ...", "the result
+  of X") makes none. Tool names match case-insensitively and a differing case is reported. A calling
+  state becomes a message node followed by one api node per tool (in the order called); the
+  state's outgoing edge labels become the API outcomes. Other states become message nodes, states
+  without outgoing edges become end_message nodes, and the parentless state the start_message.
 
-Everything that had to be assumed or could not be mapped is listed in the returned report.
+Strict by default: any problem the reader found (see :mod:`.mermaid_syntax`) raises
+:class:`MermaidSyntaxError` naming each problem's line and column; ``strict=False`` converts what
+could be read and lists the problems in the report. Every assumption, every synthetic element that
+was inserted and everything dropped is listed in the returned report. A parameter-notes paragraph
+after the chart is attached to the descriptions of the parameters it names.
 """
 from __future__ import annotations
 
@@ -20,151 +27,37 @@ import networkx as nx
 
 from .apis import ApiSpec
 from .convert import breadth_first
-
-_SHAPES = [("(((", ")))"), ("((", "))"), ("([", "])"), ("[[", "]]"), ("[(", ")]"), ("{{", "}}"),
-           ("[/", "/]"), ("[\\", "\\]"), ("[/", "\\]"), ("[\\", "/]"), ("[", "]"), ("(", ")"),
-           ("{", "}"), (">", "]")]
-_ID = re.compile(r"[A-Za-z0-9_]+")
-_ARROWS = [
-    re.compile(r"\s*-->\s*\|(?P<label>[^|]*)\|\s*"),
-    re.compile(r"\s*--(?![->])\s*(?P<label>[^\n]*?)\s*-->\s*"),
-    re.compile(r"\s*==(?![=>])\s*(?P<label>[^\n]*?)\s*==>\s*"),
-    re.compile(r"\s*-\.(?P<label>[^\n]*?)\.->\s*"),
-    re.compile(r"\s*(?:-->|---|==>|-\.->)\s*(?:\|(?P<label>[^|]*)\|\s*)?"),
-]
-_ENTITIES = {"#quot;": '"', "#lt;": "<", "#gt;": ">", "#124;": "|", "#amp;": "&"}
-_DIRECTIVES = re.compile(r"^\s*(classDef|class|style|linkStyle|click|subgraph|end|direction)\b")
+from .mermaid_syntax import MermaidProblem, read_mermaid
+from .schema import default_from_text, enum_from_text
 
 
-def _unescape(text: str) -> str:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] == '"':
-        text = text[1:-1]
-    for k, v in _ENTITIES.items():
-        text = text.replace(k, v)
-    return " ".join(text.split())
+class MermaidSyntaxError(ValueError):
+    """Strict reading found problems; ``problems`` holds each one with its 1-based line and column."""
 
-
-class _Scanner:
-    def __init__(self, text: str) -> None:
-        self.text, self.i = text, 0
-        self.labels: dict[str, str] = {}
-        self.shapes: dict[str, str] = {}
-        self.edges: list[tuple[str, str, str]] = []
-        self.problems: list[str] = []
-
-    def line_no(self, pos: int | None = None) -> int:
-        return self.text.count("\n", 0, self.i if pos is None else pos) + 1
-
-    def skip_space(self, newlines: bool) -> None:
-        chars = " \t\r\n;" if newlines else " \t\r"
-        while self.i < len(self.text) and self.text[self.i] in chars:
-            self.i += 1
-
-    def node(self) -> str | None:
-        m = _ID.match(self.text, self.i)
-        if not m:
-            return None
-        node_id = m.group(0)
-        self.i = m.end()
-        for opening, closing in _SHAPES:
-            if self.text.startswith(opening, self.i):
-                start = self.i + len(opening)
-                if self.text.startswith('"', start):
-                    end_quote = self.text.find('"', start + 1)
-                    end = self.text.find(closing, end_quote + 1) if end_quote >= 0 else -1
-                else:
-                    end = self.text.find(closing, start)
-                if end < 0:
-                    self.problems.append(f"line {self.line_no()}: unterminated text of node {node_id}")
-                    self.i = len(self.text)
-                    return node_id
-                self.labels[node_id] = _unescape(self.text[start:end])
-                self.shapes[node_id] = opening
-                self.i = end + len(closing)
-                break
-        return node_id
-
-    def group(self) -> list[str]:
-        first = self.node()
-        if first is None:
-            return []
-        members = [first]
-        while True:
-            save = self.i
-            self.skip_space(False)
-            if self.text.startswith("&", self.i):
-                self.i += 1
-                self.skip_space(False)
-                nxt = self.node()
-                if nxt:
-                    members.append(nxt)
-                    continue
-            self.i = save
-            return members
-
-    def arrow(self) -> str | None:
-        for pattern in _ARROWS:
-            m = pattern.match(self.text, self.i)
-            if m:
-                self.i = m.end()
-                return _unescape(m.group("label") or "")
-        return None
-
-    def statement(self) -> None:
-        start = self.i
-        sources = self.group()
-        if not sources:
-            end = self.text.find("\n", self.i)
-            end = len(self.text) if end < 0 else end
-            self.problems.append(f"line {self.line_no()}: could not read {self.text[start:end].strip()[:60]!r}")
-            self.i = end
-            return
-        while True:
-            label = self.arrow()
-            if label is None:
-                return
-            targets = self.group()
-            if not targets:
-                self.problems.append(f"line {self.line_no()}: arrow without a target")
-                return
-            for s in sources:
-                for t in targets:
-                    self.edges.append((s, t, label))
-            sources = targets
+    def __init__(self, problems: list[MermaidProblem]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(str(p) for p in problems[:10])
+                         + (f"; and {len(problems) - 10} more" if len(problems) > 10 else ""))
 
 
 def parse_mermaid(text: str) -> tuple[dict[str, str], dict[str, str], list[tuple[str, str, str]],
                                       dict[str, str], list[str]]:
-    """Low-level read: (labels, shapes, edges, class assignments, problems)."""
-    classes: dict[str, str] = {}
-    body_lines = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if re.match(r"^(flowchart|graph)\b", stripped) or stripped.startswith("%%") or stripped.startswith("```"):
-            body_lines.append("")
-            continue
-        m = re.match(r"^class\s+([\w,\s]+?)\s+(\w+)\s*;?$", stripped)
-        if m:
-            for node_id in m.group(1).split(","):
-                classes[node_id.strip()] = m.group(2)
-            body_lines.append("")
-            continue
-        body_lines.append("" if _DIRECTIVES.match(stripped) else line)
-    sc = _Scanner("\n".join(body_lines))
-    while True:
-        sc.skip_space(True)
-        if sc.i >= len(sc.text):
-            break
-        sc.statement()
-    return sc.labels, sc.shapes, sc.edges, classes, sc.problems
+    """Low-level read: (labels, shapes, edges, class assignments, problems as text)."""
+    c = read_mermaid(text)
+    return c.labels, c.shapes, c.edges, c.classes, [str(p) for p in c.problems]
 
 
 _TYPES = {"start_message", "message", "api", "end_message"}
 
 
-def mermaid_to_flowgraph(text: str, tools: list[ApiSpec]) -> tuple[nx.DiGraph, list[str]]:
-    labels, shapes, edges, classes, report = parse_mermaid(text)
+def mermaid_to_flowgraph(text: str, tools: list[ApiSpec], *, strict: bool = True) -> tuple[nx.DiGraph, list[str]]:
+    chart = read_mermaid(text)
+    if strict and chart.problems:
+        raise MermaidSyntaxError(chart.problems)
+    report = [str(p) for p in chart.problems] + chart.skipped
+    if chart.notes:
+        report += attach_parameter_notes(chart.notes, tools)
+    labels, edges, classes = chart.labels, chart.edges, chart.classes
     nodes = list(dict.fromkeys([*labels, *[e[0] for e in edges], *[e[1] for e in edges]]))
     for n in nodes:
         if n not in labels:
@@ -180,16 +73,125 @@ def mermaid_to_flowgraph(text: str, tools: list[ApiSpec]) -> tuple[nx.DiGraph, l
                 continue
             g.add_edge(u, v, id=f"E{k}", label=label)
         return g, report
-    return _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report)
+    return _flowbench_to_flowgraph(nodes, labels, chart.shapes, edges, tools, report)
+
+
+# ----------------------------------------------------------------------------- calls vs mentions
+
+_CALL_VERB = r"(?:use|uses|using|used|call|calls|calling|invoke|invokes|invoking|utili[sz]e|utili[sz]ing|" \
+             r"execute|executing|run|running|trigger|triggering|query|querying|request|requesting|via|through)"
+_FILLER = r"(?:\s+(?:the|a|an|this|that|tool|tools|api|apis|function|interface|service|named|called|" \
+          r"method|endpoint|action))*"
+_JOIN = r"(?:\s*(?:,|and|then|&|/|or)\s*(?:(?:the|tool|api|then)\s+)*)"
+_QUOTE = "[\"'`‘’“”]?"
+_TAIL = r"(?:\s*(?:tool|api|function|interface|service|\(\s*\)))?"
+
+
+_REFERS_BACK = re.compile(r"((result|output|response|return\w*|outcome|value|information|details?|data)s?\s+(of|from)|"
+                          r"(returned|provided|given|obtained|produced)\s+by)\s+(the\s+)?$", re.IGNORECASE)
+_CONDITION = re.compile(r"\b(if|when|whether|unless|once)\s+(the\s+)?$", re.IGNORECASE)
+
+
+def _tool_pattern(tools: list[ApiSpec]) -> str:
+    names = sorted((re.escape(t.name) for t in tools), key=len, reverse=True)
+    return r"(?<![\w])(" + "|".join(names) + r")(?![\w])"
+
+
+def tool_calls(text: str, tools: list[ApiSpec]) -> list[tuple[str, str]]:
+    """(tool name, name as written) for every tool the text calls, in order, without repeats."""
+    if not tools or not text:
+        return []
+    name = _tool_pattern(tools)
+    canonical = {t.name.lower(): t.name for t in tools}
+    hits: list[tuple[int, str]] = []
+    whole = re.fullmatch(r"\s*" + _QUOTE + name + _QUOTE + _TAIL + r"\s*(?:\(.*\))?\s*\.?\s*", text, re.IGNORECASE)
+    if whole:
+        hits.append((0, whole.group(1)))
+    call = re.compile(r"\b" + _CALL_VERB + _FILLER + r"\s*[:：]?\s+" + _QUOTE + name + _QUOTE + _TAIL, re.IGNORECASE)
+    chained = re.compile(_JOIN + _QUOTE + name + _QUOTE + _TAIL, re.IGNORECASE)
+    # "the X API", "the 'X' tool", "X interface": naming the tool as a tool is a call, unless the
+    # words before refer back to an earlier call's result.
+    named = re.compile(_QUOTE + name + _QUOTE + r"\s+(?:tool|api|interface|function|service)\b", re.IGNORECASE)
+    for m in named.finditer(text):
+        before = text[:m.start()]
+        if not _REFERS_BACK.search(before) and not _CONDITION.search(before):
+            hits.append((m.start(1), m.group(1)))
+    for m in call.finditer(text):
+        if _REFERS_BACK.search(text[:m.start()]):
+            continue  # "the result of calling X" is about an earlier call
+        hits.append((m.start(1), m.group(1)))
+        pos = m.end()
+        while True:
+            more = chained.match(text, pos)
+            if not more:
+                break
+            hits.append((more.start(1), more.group(1)))
+            pos = more.end()
+    out: list[tuple[str, str]] = []
+    for _, written in sorted(hits):
+        tool = canonical[written.lower()]
+        if all(tool != t for t, _ in out):
+            out.append((tool, written))
+    return out
 
 
 def _mentioned_tools(text: str, tools: list[ApiSpec]) -> list[str]:
-    hits = []
-    for t in tools:
-        m = re.search(rf"(?<![\w]){re.escape(t.name)}(?![\w])", text)
-        if m:
-            hits.append((m.start(), t.name))
-    return [name for _, name in sorted(hits)]
+    """Tool names that appear in the text without being called (for the report)."""
+    if not tools:
+        return []
+    return list(dict.fromkeys(m.group(1) for m in re.finditer(_tool_pattern(tools), text, re.IGNORECASE)))
+
+
+# ----------------------------------------------------------------------------- parameter notes
+
+def _phrases(name: str) -> list[str]:
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").strip().lower()
+    return list(dict.fromkeys([name.lower(), spaced]))
+
+
+def attach_parameter_notes(notes: str, tools: list[ApiSpec]) -> list[str]:
+    """Append each sentence of the notes to the description of every parameter it names."""
+    report: list[str] = []
+    body = re.sub(r"^.*?(auxiliary\s+parameter\s+information|parameter\s+information|notes?)\s*[:：]?",
+                  "", notes, count=1, flags=re.IGNORECASE | re.DOTALL).strip()
+    sentences = [s.strip(" -*•\t") for s in re.split(r"\n+|(?<=[.;。])\s+(?=[A-Z\"'`])", body) if s.strip(" -*•\t")]
+    params = [p for t in tools for p in [*t.params, *t.outputs]]
+    for sentence in sentences:
+        low = sentence.lower()
+        matched = [p for p in params
+                   if any(re.search(r"(?<![\w])" + re.escape(ph) + r"(?![\w])", low) for ph in _phrases(p.name))]
+        if not matched:
+            report.append(f"parameter note matches no parameter: {sentence[:120]!r}")
+            continue
+        for p in matched:
+            if sentence not in p.description:
+                base = p.description.rstrip()
+                p.description = (base + ("" if not base or base[-1] in ".!?;:" else ".") + " " + sentence).strip()
+                p.enum = p.enum or enum_from_text(p.description)
+                if p.default is None:
+                    p.default = default_from_text(p.description)
+        names = sorted({p.name for p in matched})
+        report.append(f"parameter note attached to {', '.join(names)}: {sentence[:80]!r}")
+    return report
+
+
+def _foldable_decisions(nodes, labels, shapes, succ, tools, root) -> set[str]:
+    """Decision nodes (``{...}``) entered only by unlabelled edges from states that call a tool:
+    their question is about the call's result, so their branches are the call's outcomes."""
+    preds: dict[str, list[tuple[str, str]]] = {n: [] for n in nodes}
+    for u in nodes:
+        for v, label in succ[u]:
+            preds[v].append((u, label))
+    out = set()
+    for v in nodes:
+        if v == root or shapes.get(v) not in ("{", "{{") or not succ[v] or not preds[v]:
+            continue
+        if tool_calls(labels[v], tools) or any(w in preds[v] or w == v for w, _ in succ[v]):
+            continue
+        if all(not label and len(succ[u]) == 1 and u not in out and tool_calls(labels[u], tools)
+               for u, label in preds[v]):
+            out.add(v)
+    return out
 
 
 def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
@@ -201,7 +203,7 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
             continue
         succ[u].append((v, label))
         indeg[v] += 1
-    roots = [n for n in nodes if indeg[n] == 0]
+    roots = [n for n in nodes if indeg[n] == 0 and succ[n]] or [n for n in nodes if indeg[n] == 0]
     g = nx.DiGraph(kind="flowgraph")
     if not nodes:
         report.append("no nodes found")
@@ -214,7 +216,10 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
     order = breadth_first(root, lambda x: (y for y, _ in succ[x]))
     seen = set(order)
     for n in nodes:
-        if n not in seen:
+        if n not in seen and not succ[n] and not indeg[n]:
+            # A state with no transition at all (a stray definition) joins nothing: leave it out.
+            report.append(f"state {n} ({labels[n][:40]!r}) has no transition; left out of the flowgraph")
+        elif n not in seen:
             report.append(f"state {n} cannot be reached from {root}")
             order.append(n)
     counter = {"n": 0, "e": 0}
@@ -231,41 +236,80 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
         g.add_edge(u, v, id=f"E{counter['e']}", label=label)
         counter["e"] += 1
 
+    folded = _foldable_decisions(nodes, labels, shapes, succ, tools, root)
     used_tools: set[str] = set()
     for n in order:
+        if n in folded:
+            report.append(f"decision {n} ({labels[n][:40]!r}) follows a call only: its branches became the "
+                          "call's outcomes")
+            continue
         text = labels[n]
         is_leaf = not succ[n]
-        called = _mentioned_tools(text, tools)
+        found = tool_calls(text, tools)
+        called = [t for t, _ in found]
+        for tool, written in found:
+            if written != tool:
+                report.append(f"state {n} calls {written!r}: matched the tool {tool} (case differs)")
+        for name in _mentioned_tools(text, tools):
+            if name.lower() not in {c.lower() for c in called}:
+                report.append(f"state {n} mentions {name} without calling it (e.g. its returned values); "
+                              "no API node")
         used_tools.update(called)
+        is_call = len(called) == 1 and n != root and re.fullmatch(
+            r"\s*[\"'`]?" + re.escape(found[0][1]) + r"[\"'`]?(\s*(tool|api|function|\(.*\)))?\s*\.?\s*",
+            text, re.IGNORECASE) is not None
         if n == root:
             if text.strip().lower() in ("start", "begin", n.lower()):
-                report.append(f"start state {n} has no message; used 'Greet the customer'")
+                report.append(f"start state {n} has no message; inserted the greeting 'Greet the customer'")
                 text = "Greet the customer"
             ntype = "start_message"
         elif is_leaf and not called:
             ntype = "end_message"
         else:
             ntype = "message"
-        if shapes.get(n) in ("{", "{{"):
+        if shapes.get(n) in ("{", "{{") and not is_call:
             report.append(f"decision {n} mapped to a message node; its branches are edge labels")
-        first = new_node(ntype, text, n)
-        entry[n] = exit_[n] = first
-        prev = first
-        for k, tool in enumerate(called):
-            api_node = new_node("api", tool, n)
-            new_edge(prev, api_node, "The customer gives the details needed" if k == 0 else "Done")
-            if k > 0:
-                report.append(f"state {n} calls {called[k - 1]} then {tool}; joined them with the "
-                              "outcome 'Done'")
-            prev = api_node
+        if is_call:
+            first = prev = new_node("api", called[0], n)
+            entry[n] = first
+        else:
+            first = new_node(ntype, text, n)
+            entry[n] = exit_[n] = first
+            prev = first
+            for k, tool in enumerate(called):
+                api_node = new_node("api", tool, n)
+                if k == 0:
+                    new_edge(prev, api_node, "The customer gives the details needed")
+                    report.append(f"state {n}: inserted the customer turn 'The customer gives the details "
+                                  f"needed' before the call to {tool}")
+                else:
+                    new_edge(prev, api_node, "Done")
+                    report.append(f"state {n} calls {called[k - 1]} then {tool}; joined them with the "
+                                  "outcome 'Done'")
+                prev = api_node
         exit_[n] = prev
         if called and is_leaf:
             end = new_node("end_message", "Tell the customer the outcome", n)
             new_edge(prev, end, "Done")
-            report.append(f"state {n} ends the chart after calling {called[-1]}; added an end "
+            report.append(f"state {n} ends the chart after calling {called[-1]}; inserted the end "
                           "message 'Tell the customer the outcome'")
     for n in order:
+        if n in folded:
+            continue
         for v, label in succ[n]:
+            if v == root and succ[root]:
+                # A flowgraph never returns to its greeting: "start over" goes to the first step.
+                report.append(f"transition {n} -> {v} returns to the start; it goes to {succ[root][0][0]} instead")
+                v = succ[root][0][0]
+                if v in folded or exit_.get(n) is None or g.has_edge(exit_[n], entry[v]):
+                    continue
+            if v in folded:
+                question = labels[v].strip().rstrip("?")
+                for w, branch in succ[v]:
+                    outcome = branch if len(branch.split()) > 2 else f"{question}: {branch or 'Done'}"
+                    if not g.has_edge(exit_[n], entry[w]):
+                        new_edge(exit_[n], entry[w], outcome)
+                continue
             if g.nodes[exit_[n]]["type"] == "api" and not label:
                 report.append(f"transition {n} -> {v} after API {g.nodes[exit_[n]]['label']} has no "
                               "outcome label; used 'Done'")

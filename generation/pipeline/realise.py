@@ -21,20 +21,20 @@ from typing import Any
 
 import networkx as nx
 
-from .apis import ApiSpec, api_to_dict
+from .apis import ApiSpec, ParamSpec, api_to_dict
 from .extract import format_api_call
 from .formats import write_graph_text
+from .speech import assistant_says, user_says
 from .typecheck import parse_type
+from .values import ValueMaker, output_object
 
-_FIRST = ["Maria", "James", "Aiko", "Tomasz", "Fatima", "Lucas", "Priya", "Owen", "Sofia", "Kwame"]
-_LAST = ["Lopez", "Carter", "Tanaka", "Nowak", "Haddad", "Silva", "Raman", "Byrne", "Rossi", "Mensah"]
-_CITIES = ["Lisbon", "Denver", "Osaka", "Krakow", "Nairobi", "Toronto", "Porto", "Austin"]
-_STREETS = ["Maple Avenue", "Harbour Road", "Elm Street", "Kingsway", "Riverside Drive"]
-_WORDS = ["amber", "cedar", "harbor", "maple", "orbit", "summit", "willow", "granite"]
+SYNTHETIC_USER_TURN = "The customer gives the details needed"
+
 _NEGATIVE = re.compile(
     r"\b(not|no|none|fail\w*|error|invalid|unavailable|denied|declin\w*|reject\w*|missing|"
     r"unable|cannot|can't|incorrect|wrong|mismatch\w*|expired|insufficient|unsuccessful|"
-    r"locked|suspended|empty|unknown)\b|n't\b",
+    r"locked|suspended|empty|unknown|full|fully booked|sold out|occupied|busy|exceed\w*|over limit|"
+    r"too \w+|refus\w*|cancel\w*|closed|absent|unsupported|out of stock|no longer)\b|n't\b",
     re.IGNORECASE,
 )
 
@@ -50,67 +50,20 @@ def _human(name: str) -> str:
     return re.sub(r"\bid\b", "ID", spaced)
 
 
-def synthesise_value(name: str, type_expr: str, rng: random.Random) -> Any:
-    """A realistic value for a parameter, guided by its name first and its type second."""
-    try:
-        head, args = parse_type(type_expr)
-    except ValueError:
-        head, args = "str", []
-    if head == "union":
-        non_none = [a for a in args if a[0] != "none"]
-        head, args = non_none[0] if non_none else ("str", [])
-    low = name.lower()
-    if head == "bool":
-        return True
-    if head in ("list", "set", "tuple", "sequence"):
-        inner = args[0] if args else ("str", [])
-        inner_expr = inner[0] if not inner[1] else "str"
-        return [synthesise_value(name.rstrip("s"), inner_expr, rng)]
-    if head in ("int",):
-        if "year" in low:
-            return rng.randint(1950, 2005)
-        if any(k in low for k in ("count", "number_of", "num", "quantity", "guests", "size")):
-            return rng.randint(2, 8)
-        return rng.randint(1000, 99999)
-    if head == "float":
-        return round(rng.uniform(10, 500), 2)
-    first, last = rng.choice(_FIRST), rng.choice(_LAST)
-    if "email" in low:
-        return f"{first.lower()}.{last.lower()}{rng.randint(1, 99)}@mailbox.org"
-    if "phone" in low:
-        return f"+1 415 555 {rng.randint(1000, 9999)}"
-    if "name" in low and ("first" in low):
-        return first
-    if "name" in low and ("last" in low or "maiden" in low or "surname" in low):
-        return last
-    if low.endswith("name") or low in ("name", "full_name", "customer", "guest"):
-        return f"{first} {last}"
-    if "date" in low or "day" in low or "dob" in low or "birth" in low:
-        return f"20{rng.randint(24, 26)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
-    if "time" in low:
-        return f"{rng.randint(8, 20):02d}:{rng.choice(['00', '15', '30', '45'])}"
-    if "city" in low or "location" in low or "destination" in low or "departure" in low:
-        return rng.choice(_CITIES)
-    if "address" in low or "street" in low:
-        return f"{rng.randint(3, 250)} {rng.choice(_STREETS)}"
-    if "zip" in low or "postcode" in low:
-        return f"{rng.randint(10000, 99999)}"
-    if "pin" in low or "code" in low or "password" in low:
-        return f"{rng.randint(1000, 9999)}"
-    if low.endswith("id") or "number" in low or low.endswith("_no"):
-        return f"{rng.choice('ABCDEFGHJKLMNPRSTUVWXYZ')}{rng.randint(100000, 999999)}"
-    return f"{rng.choice(_WORDS)}-{rng.randint(10, 99)}"
-
-
 def _say(name: str, value: Any) -> str:
-    if isinstance(value, bool):
-        return f"Yes, {_human(name)}."
+    if isinstance(value, bool) or str(value).lower() in ("yes", "no", "true", "false"):
+        yes = value is True or str(value).lower() in ("yes", "true")
+        return f"{'Yes' if yes else 'No'} to the {_human(name)}" + (f" ({value})." if isinstance(value, str) else ".")
     if isinstance(value, list):
-        value = ", ".join(str(v) for v in value)
-    return f"My {_human(name)} is {value}."
+        value = ", ".join(json.dumps(v) if isinstance(v, dict) else str(v) for v in value)
+    elif isinstance(value, dict):
+        value = json.dumps(value)
+    plural = name.lower().endswith("s") and not name.lower().endswith(("ss", "us", "is"))
+    return f"The {_human(name)} {'are' if plural else 'is'} {value}."
 
 
-def _output_value(api: ApiSpec, label: str, known: dict[str, Any], rng: random.Random) -> Any:
+def _output_value(api: ApiSpec, label: str, known: dict[str, Any], rng: random.Random | ValueMaker) -> Any:
+    maker = rng if isinstance(rng, ValueMaker) else ValueMaker(rng.randint(0, 2**31))
     negative = is_negative_outcome(label)
     try:
         head, args = parse_type(api.output_type)
@@ -126,7 +79,7 @@ def _output_value(api: ApiSpec, label: str, known: dict[str, Any], rng: random.R
     if head == "bool":
         return not negative
     if head in ("int", "float"):
-        return 0 if negative else rng.randint(1, 500)
+        return 0 if negative else maker.rng.randint(1, 500)
     if head == "str":
         return label or ("failure" if negative else "success")
     if head in ("list", "set", "tuple", "sequence"):
@@ -135,7 +88,7 @@ def _output_value(api: ApiSpec, label: str, known: dict[str, Any], rng: random.R
         inner = args[0] if args else ("str", [])
         if inner[0] in ("dict", "mapping") or inner[0] not in ("str", "int", "float", "bool"):
             return [{"status": label or "ok"}]
-        return [synthesise_value(api.output_name, inner[0], rng)]
+        return [maker.value(ParamSpec(api.output_name, inner[0]), fresh=True)]
     # dict or a domain object: report the outcome and echo the identifiers the call used.
     value_type = args[1][0] if head == "dict" and len(args) == 2 else None
     if value_type is not None and value_type not in ("str", "any"):
@@ -156,8 +109,9 @@ def realise_conversation(g: nx.DiGraph, path: list[Any], apis: list[ApiSpec],
         raise ValueError("realise_conversation needs a conversation graph; convert the flowgraph first")
     if not path:
         raise ValueError("empty path")
-    rng = random.Random(seed)
+    maker = ValueMaker(seed)
     by_name = {a.name: a for a in apis}
+    tool_names = list(by_name)
     known: dict[str, Any] = {}
     types = [g.nodes[n]["type"] for n in path]
     messages: list[dict[str, str]] = []
@@ -165,7 +119,7 @@ def realise_conversation(g: nx.DiGraph, path: list[Any], apis: list[ApiSpec],
 
     failed: set[str] = set()  # APIs whose last call took a failure branch
 
-    def needed_after(i: int) -> list[tuple[str, str, bool]]:
+    def needed_after(i: int) -> list[tuple[ParamSpec, bool]]:
         """Parameters of the API calls between path position i and the next user turn, with
         whether the user should give fresh values (a retry after a failed call)."""
         out = []
@@ -175,7 +129,7 @@ def realise_conversation(g: nx.DiGraph, path: list[Any], apis: list[ApiSpec],
             if types[j] == "api":
                 api = by_name.get(str(g.nodes[path[j]]["label"]).strip())
                 if api:
-                    out += [(p.name, p.type, api.name in failed) for p in api.params]
+                    out += [(p, api.name in failed) for p in api.params]
         return out
 
     if start == 1 and (len(path) == 1 or types[1] != "user"):
@@ -185,18 +139,29 @@ def realise_conversation(g: nx.DiGraph, path: list[Any], apis: list[ApiSpec],
         node, ntype = path[i], types[i]
         label = str(g.nodes[node].get("label", "")).strip()
         if ntype == "user":
-            parts = [label.rstrip(".") + "." if label else ""]
+            values = []
             said: set[str] = set()
-            for pname, ptype, retry in needed_after(i):
-                if pname in said:
+            for p, retry in needed_after(i):
+                if p.name in said:
                     continue
-                if pname not in known or retry:
-                    said.add(pname)
-                    known[pname] = synthesise_value(pname, ptype, rng)
-                    parts.append(_say(pname, known[pname]))
-            messages.append({"role": "user", "content": " ".join(p for p in parts if p)})
+                if p.name not in known or retry:
+                    said.add(p.name)
+                    known[p.name] = maker.value(p, fresh=retry)
+                    values.append(_say(p.name, known[p.name]))
+            synthetic = label.strip().rstrip(".").lower() == SYNTHETIC_USER_TURN.lower()
+            opening = "Hi, I need some help, please." if not messages and not label.strip() else user_says(label)
+            parts = ([] if synthetic and values else [opening if not synthetic else "Here are my details."])
+            messages.append({"role": "user", "content": " ".join(parts + values)})
         elif ntype == "assistant":
-            messages.append({"role": "assistant", "content": label})
+            last = None
+            if messages and messages[-1]["role"] == "api_output":
+                try:
+                    last = json.loads(messages[-1]["content"])
+                except ValueError:
+                    last = None
+                if isinstance(last, dict) and len(last) == 1 and isinstance(next(iter(last.values())), dict):
+                    last = next(iter(last.values()))
+            messages.append({"role": "assistant", "content": assistant_says(label, tool_names, last)})
         elif ntype == "api":
             api = by_name.get(label)
             params = {p.name: known[p.name] for p in api.params if p.name in known} if api else {}
@@ -208,11 +173,15 @@ def realise_conversation(g: nx.DiGraph, path: list[Any], apis: list[ApiSpec],
                 failed.add(label)
             else:
                 failed.discard(label)
+            if api is not None and api.outputs:
+                obj = output_object(api.outputs, is_negative_outcome(outcome), outcome, known, maker)
+                messages.append({"role": "api_output", "content": json.dumps(obj)})
+                continue
             if api is None:
                 value: Any = {"status": outcome or "success"}
                 name = "result"
             else:
-                value = _output_value(api, outcome, known, rng)
+                value = _output_value(api, outcome, known, maker)
                 name = api.output_name
             messages.append({"role": "api_output", "content": json.dumps({name: value})})
     if messages and messages[-1]["role"] != "assistant":

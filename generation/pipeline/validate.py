@@ -327,7 +327,10 @@ def validate_conversation(messages: list[dict[str, Any]], apis: list[ApiSpec]) -
 
 
 def output_matches(value: Any, api: ApiSpec) -> bool:
-    """An output is either ``{output_name: value}`` (the A.6 example) or the bare value."""
+    """An output is either ``{output_name: value}`` (the A.6 example) or the bare value; an API with
+    declared output fields returns an object of those fields (each of its declared type)."""
+    if api.outputs and isinstance(value, dict) and set(value) <= {p.name for p in api.outputs}:
+        return all(matches(value[p.name], p.type) for p in api.outputs if p.name in value)
     if isinstance(value, dict) and set(value) == {api.output_name}:
         if matches(value[api.output_name], api.output_type):
             return True

@@ -21,6 +21,7 @@ CURRENT: dict[str, tuple[str, str]] = {
     "A.5": ("a5_conversation_graph", "v1"),
     "A.6": ("a6_conversation", "v1"),
     "A.7": ("a7_conversation_from_procedure", "v1"),
+    "OC.1": ("oc1_outcome_check", "v1"),  # optional LLM outcome-consistency check (generation.outcome_check)
 }
 
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")

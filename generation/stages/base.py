@@ -100,9 +100,9 @@ def api_specs(procedure_id: int) -> list[ApiSpec]:
     for a in Api.objects.filter(procedure_id=procedure_id).order_by("id"):
         out.append(ApiSpec(
             name=a.name, description=a.description,
-            params=[ParamSpec(name=p.get("name", ""), type=p.get("type", "str"), required=p.get("required", True),
-                              description=p.get("description", "")) for p in a.parameters],
+            params=[ParamSpec.from_dict({"name": "", **p}) for p in a.parameters],  # i13: enum/default/properties
             output_name=a.output_name, output_type=a.output_type,
+            outputs=[ParamSpec.from_dict({"name": "", **o}) for o in a.outputs],  # i13: declared output fields
         ))
     return out
 
@@ -177,6 +177,17 @@ class Context:
     def temperature(self, stage: str) -> float:
         temps = {**DEFAULT_TEMPERATURES, **(self.config.get("temperatures") or {})}
         return float(temps.get(stage, 0.0))
+
+    def llm(self, stage: str, template_id: str, key: str, messages: list[dict], json_mode: bool) -> str:
+        """One call with no validator and no repair turn, for auxiliary checks (the outcome check, #13)."""
+        answer = llm.ask(
+            messages=messages, check=lambda reply: [], attempts=0, stage=stage,
+            model=(self.config.get("models") or {}).get(stage) or None, temperature=self.temperature(stage),
+            response_format=JSON_FORMAT if json_mode else None, job=self.job.pk, key=key, template=template_id,
+            template_version=prompts.version_of(template_id),
+            use_cache=bool(settings.LLM_CACHE and self.config.get("cache", True)),
+        )
+        return answer.content
 
     def ask(self, stage: str, template_id: str, key: str, messages: list[dict], json_mode: bool,
             interpret: Callable[[str], ItemResult], sample: int = 0) -> ItemResult:

@@ -139,6 +139,9 @@ def run_conversations(ctx: Context, key: str, index: int, parent: str) -> ItemRe
         if convo is None:
             return result.discard(key, "wrong_shape", "expected a list of {role, content} messages", reply)
         violations = validate_conversation(convo, specs)
+        if fields.get("path_id"):  # i13: outcome consistency warnings (rule; the LLM check when config enables it)
+            from generation.outcome_check import outcome_warnings
+            violations += outcome_warnings(ctx.llm, ctx.config, key, g, path.node_ids, convo, specs)
         if errors(violations):
             return discard_for_violations(result, key, violations, convo)
         result.passed = 1

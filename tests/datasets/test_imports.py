@@ -68,23 +68,23 @@ def _break(doc, kind, mutate):
 
 
 MALFORMED = [
-    ("procedure text missing", lambda d: _break(d, "procedure", lambda r: r.pop("text")), "field 'text'"),
-    ("intent name not a string", lambda d: _break(d, "intent", lambda r: r.update(name=5)), "field 'name'"),
-    ("dangling parent", lambda d: _break(d, "flowgraph", lambda r: r.update(procedure="nope")), "field 'procedure'"),
+    ("procedure text missing", lambda d: _break(d, "procedure", lambda r: r.pop("text")), "key 'text'"),
+    ("intent name not a string", lambda d: _break(d, "intent", lambda r: r.update(name=5)), "key 'name'"),
+    ("dangling parent", lambda d: _break(d, "flowgraph", lambda r: r.update(procedure="nope")), "key 'procedure'"),
     ("edge to nowhere", lambda d: _break(d, "flowgraph", lambda r: r["graph"]["edges"].append(
-        {"id": "E99", "source": "N0", "target": "N77", "label": ""})), "field 'graph'"),
-    ("path off the graph", lambda d: _break(d, "path", lambda r: r.update(node_ids=["N0", "N0"])), "field 'node_ids[1]'"),
+        {"id": "E99", "source": "N0", "target": "N77", "label": ""})), "key 'graph'"),
+    ("path off the graph", lambda d: _break(d, "path", lambda r: r.update(node_ids=["N0", "N0"])), "key 'node_ids[1]'"),
     ("bad message role", lambda d: _break(d, "conversation", lambda r: r["messages"].append(
-        {"role": "system", "content": "x"})), "field 'messages["),
+        {"role": "system", "content": "x"})), "key 'messages["),
     ("test position out of range", lambda d: _break(d, "conversation", lambda r: r["tests"][0].update(position=999)),
-     "field 'tests[0].position'"),
-    ("api params not a list", lambda d: _break(d, "procedure", lambda r: r["apis"][0].update(params=7)), "field 'apis'"),
-    ("name too long", lambda d: _break(d, "intent", lambda r: r.update(client="x" * 201)), "field 'client'"),
+     "key 'tests[0].position'"),
+    ("api params not a list", lambda d: _break(d, "procedure", lambda r: r["apis"][0].update(params=7)), "key 'apis'"),
+    ("name too long", lambda d: _break(d, "intent", lambda r: r.update(client="x" * 201)), "key 'client'"),
     ("NUL in text", lambda d: _break(d, "procedure", lambda r: r.update(text="a\x00b")), "NUL"),
     ("noise rate above one", lambda d: _break(d, "conversation_graph", lambda r: r.update(noise_rate=3)), "noise_rate"),
-    ("unknown kind", lambda d: d["records"].append({"kind": "virus", "id": "v"}) or d, "field 'kind'"),
-    ("duplicate id", lambda d: d["records"].append(copy.deepcopy(d["records"][0])) or d, "field 'id'"),
-    ("wrong version", lambda d: d.update(version=99) or d, "field 'version'"),
+    ("unknown kind", lambda d: d["records"].append({"kind": "virus", "id": "v"}) or d, "key 'kind'"),
+    ("duplicate id", lambda d: d["records"].append(copy.deepcopy(d["records"][0])) or d, "key 'id'"),
+    ("wrong version", lambda d: d.update(version=99) or d, "key 'version'"),
 ]
 
 
@@ -215,7 +215,7 @@ def test_import_items_command(tmp_path, shared_data):
     good.write_text(json.dumps(document(n_procedures=1, paths_per_graph=1)))
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"format": "almita", "records": [{"kind": "intent", "id": "x"}]}))
-    with pytest.raises(CommandError, match="bad.json refused.*record 0 \\(intent x\\), field 'client'"):
+    with pytest.raises(CommandError, match="refused, nothing imported: .*bad.json, record 1 \\(intent x\\), key 'client'"):
         call_command("import_items", str(good), str(bad))
     assert Intent.objects.count() == 0, "several files are imported in one transaction"
     call_command("import_items", str(good))

@@ -42,7 +42,7 @@ def test_import_page_refuses_a_bad_file_whole_and_says_where(client, admin_user)
     up = SimpleUploadedFile("bad.json", json.dumps(doc).encode())
     r = client.post(UPLOAD, {"file": up, "format": "almita"})
     assert r.status_code == 400
-    assert b"Refused, nothing imported" in r.content and b"field &#x27;messages[0]&#x27;" in r.content
+    assert b"Refused, nothing imported" in r.content and b"bad.json, record" in r.content and b"key &#x27;messages[0]&#x27;" in r.content
     assert Intent.objects.count() == 0
 
 

@@ -231,7 +231,7 @@ def test_prompt_templates_render_and_the_a4_example_is_valid():
     from generation.pipeline.validate import errors, validate_flowgraph
 
     values = {"number_issues": 3, "batch": 0, "client": "c", "issue": "i", "name": "n", "variant": 1, "variants": 2,
-              "procedure": "p", "apis": "[]", "flowgraph": "f", "conversation_graph": "g", "path": "[N0]"}
+              "procedure": "p", "apis": "[]", "flowgraph": "f", "conversation_graph": "g", "path": "[N0]", "calls": "Call 1"}
     for template_id in prompts.CURRENT:
         messages = prompts.render(template_id, **values)
         assert [m["role"] for m in messages] == ["system", "user"]

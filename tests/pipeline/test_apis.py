@@ -38,10 +38,10 @@ def test_openai_tools_and_flowbench_json_and_text():
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"apis": [{"name": "ok"}, {"desc": "no name"}]}, "item 1: field 'name'"),
-    ({"apis": [{"name": "a", "params": [{"x": 1, "y": 2}]}]}, r"item 0: field 'params\[0\]'"),
-    ({"apis": "nope"}, "field 'apis' must be a list"),
-    ([{"name": "a"}, {"name": "a"}], "item 1: field 'name' repeats"),
+    ({"apis": [{"name": "ok"}, {"desc": "no name"}]}, "API 2: key 'name'"),
+    ({"apis": [{"name": "a", "params": [{"x": 1, "y": 2}]}]}, r"API 1: key 'params\[0\]'"),
+    ({"apis": "nope"}, "key 'apis' must be a list"),
+    ([{"name": "a"}, {"name": "a"}], "API 2: key 'name' repeats"),
 ])
 def test_errors_name_item_and_field(data, message):
     with pytest.raises(ApiFormatError, match=message):

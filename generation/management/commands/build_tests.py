@@ -18,8 +18,14 @@ class Command(BaseCommand):
         parser.add_argument("--noise", type=float, default=0.0)
         parser.add_argument("--seed", type=int, default=0)
 
+        parser.add_argument("--record", type=int, default=None,
+                            help="FlowBench release files: the record (workflow) to use, counted from 1")
+        parser.add_argument("--lenient", action="store_true",
+                            help="Convert malformed Mermaid as far as it can be read and report the problems")
+
     def handle(self, *args, **o):
         code = build_tests_main(o["flowgraph"], o["apis"], o["out"], paths=o["paths"],
-                                sampler=o["sampler"], noise=o["noise"], seed=o["seed"], out=self.stdout)
+                                sampler=o["sampler"], noise=o["noise"], seed=o["seed"], out=self.stdout,
+                                record=o["record"], lenient=o["lenient"])
         if code:
             sys.exit(code)

@@ -14,8 +14,13 @@ class Command(BaseCommand):
         parser.add_argument("--to", dest="dst", choices=TO_FORMATS, required=True)
         parser.add_argument("--apis", default=None)
 
+        parser.add_argument("--record", type=int, default=None,
+                            help="FlowBench release files: the record (workflow) to use, counted from 1")
+        parser.add_argument("--lenient", action="store_true",
+                            help="Convert malformed Mermaid as far as it can be read and report the problems")
+
     def handle(self, *args, **o):
         code = convert_workflow_main(o["file"], o["src"], o["dst"], apis=o["apis"],
-                                     out=self.stdout, err=self.stderr)
+                                     out=self.stdout, err=self.stderr, record=o["record"], lenient=o["lenient"])
         if code:
             sys.exit(code)

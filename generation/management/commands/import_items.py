@@ -1,4 +1,5 @@
-"""python manage.py import_items FILE [FILE ...] [--format auto|almita|apis|openai_tools|flowbench|abcd]"""
+"""python manage.py import_items FILE [FILE ...] [--format auto|almita|apis|openai_tools|openapi|mcp|flowbench|abcd]
+[--lenient]"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,8 +20,11 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="", help="Intent/procedure name for API lists (default: file name)")
         parser.add_argument("--procedure-file", type=Path, default=None,
                             help="Procedure text for API lists (e.g. a tau-bench wiki.md)")
+        parser.add_argument("--lenient", action="store_true",
+                            help="Import malformed Mermaid charts as far as they can be read, with a report")
 
-    def handle(self, *args, files: list[Path], format: str, name: str, procedure_file: Path | None, **opts) -> None:
+    def handle(self, *args, files: list[Path], format: str, name: str, procedure_file: Path | None,
+               lenient: bool = False, **opts) -> None:
         procedure_text = ""
         if procedure_file is not None:
             try:
@@ -36,9 +40,10 @@ class Command(BaseCommand):
                 # tau-bench keeps every domain's tools in "<domain>/tools.json": name them by domain.
                 label = name or (f"{path.parent.name} {path.stem}" if path.stem in ("tools", "apis") else path.stem)
                 try:
-                    result = items_import(raw=raw, fmt=format, name=label, procedure_text=procedure_text)
+                    result = items_import(raw=raw, fmt=format, name=label, procedure_text=procedure_text,
+                                          lenient=lenient, source=str(path))
                 except ImportFormatError as exc:
-                    raise CommandError(f"{path} refused, nothing imported: {exc}") from None
+                    raise CommandError(f"refused, nothing imported: {exc}") from None
                 self.stdout.write(f"{path}: {result.summary()}")
                 for note in result.notes:
                     self.stdout.write(f"  note: {note}")
