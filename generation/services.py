@@ -279,6 +279,12 @@ def job_create(*, config: dict[str, Any], created_by=None, name: str = "", impor
             existing_imports(existing).order_by("pk").values_list("pk", flat=True))
         if not ids:
             raise JobConfigError(f"there are no imported {EXISTING_LEVELS[existing][1]} to start from")
+        from generation.inputs import usable_inputs
+
+        ids, skipped = usable_inputs(existing, ids)  # never build on what curation rejected
+        if not ids:
+            raise JobConfigError(f"all {skipped} {EXISTING_LEVELS[existing][1]} were rejected or excluded in "
+                                 "curation; there is nothing to start from")
         config["start"] = EXISTING_LEVELS[existing][0]
         config["input_ids"] = {existing: ids}
         config.setdefault("intents", 0)
