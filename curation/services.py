@@ -208,6 +208,8 @@ def review_submit(*, annotator, item_id: int, verdict: str, reason_codes: list[s
     claim.delete()
     item.review_count += 1
     if item.review_count >= item.required_reviews:
+        # Every review is in: any other claim on the item (a lapsed one) is moot now.
+        Claim.objects.filter(item=item).delete()
         _conclude(item, annotator)
     else:
         item.save(update_fields=["review_count"])
