@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "generation",
     "curation",
     "evaluation",
+    "demo",
 ]
 
 MIDDLEWARE = [
