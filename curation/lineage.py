@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models, transaction
 
-from curation.models import ItemState, ReviewItem, ReviewStage, Verdict
+from curation.models import AuditEvent, Claim, ItemState, ReviewItem, ReviewStage, Verdict
 from generation.models import (
     Api,
     Conversation,
@@ -139,7 +139,7 @@ def _set_status(model, qs, status: str, summary: Counter) -> None:
         summary[f"{model._meta.model_name}:{status}"] += changed
 
 
-def _recompute(stage: str, ids: list[int], blocked: bool, summary: Counter) -> None:
+def _recompute(stage: str, ids: list[int], blocked: bool, summary: Counter, actor=None) -> None:
     if not ids:
         return
     model = STAGE_MODELS[stage]
@@ -170,18 +170,48 @@ def _recompute(stage: str, ids: list[int], blocked: bool, summary: Counter) -> N
             test_status = {CurationStatus.ACCEPTED: CurationStatus.ACCEPTED, CurationStatus.PENDING: CurationStatus.PENDING}.get(
                 status, CurationStatus.EXCLUDED)
             _set_status(Test, Test.objects.filter(conversation_id__in=group), test_status, summary)
-    ReviewItem.objects.filter(stage=stage, object_id__in=ids).exclude(excluded=blocked).update(excluded=blocked)
+    _items_set_excluded(stage, ids, blocked, summary, actor)
     stopped = set(ids) if blocked else set(groups[CurationStatus.REJECTED])
     for child_stage, child_ids in _children(stage, [i for i in ids if i in stopped]):
-        _recompute(child_stage, child_ids, True, summary)
+        _recompute(child_stage, child_ids, True, summary, actor)
     for child_stage, child_ids in _children(stage, [i for i in ids if i not in stopped]):
-        _recompute(child_stage, child_ids, False, summary)
+        _recompute(child_stage, child_ids, False, summary, actor)
 
 
-def cascade_apply(item: ReviewItem) -> dict[str, int]:
+def _items_set_excluded(stage: str, ids: list[int], blocked: bool, summary: Counter, actor) -> None:
+    """Exclude (or restore) the review items of these artifacts, with one audit event per item.
+
+    Excluding closes the claims the exclusion makes moot, so nobody keeps holding an item that is
+    out of curation. The workflow columns (state, decision, reviews) stay as they are: restoring
+    puts the item back in the queue or on the adjudication list exactly where it was.
+    """
+    changing = list(ReviewItem.objects.filter(stage=stage, object_id__in=ids).exclude(excluded=blocked)
+                    .values_list("pk", "state", "decision", "review_count"))
+    if not changing:
+        return
+    pks = [row[0] for row in changing]
+    ReviewItem.objects.filter(pk__in=pks).update(excluded=blocked)
+    closed: Counter = Counter()
+    if blocked:
+        for item_id, annotator_id in Claim.objects.filter(item_id__in=pks).values_list("item_id", "annotator_id"):
+            closed[item_id] += 1
+        Claim.objects.filter(item_id__in=pks).delete()
+    action = AuditEvent.Action.EXCLUDE if blocked else AuditEvent.Action.RESTORE
+    AuditEvent.objects.bulk_create([
+        AuditEvent(actor=actor, action=action, item_id=pk,
+                   before={"excluded": not blocked, "state": state, "decision": decision, "review_count": n},
+                   after={"excluded": blocked, "claims_closed": closed.get(pk, 0)})
+        for pk, state, decision, n in changing
+    ], batch_size=1000)
+    summary["review items:" + ("excluded" if blocked else "restored")] += len(pks)
+    if closed:
+        summary["claims:closed"] += sum(closed.values())
+
+
+def cascade_apply(item: ReviewItem, actor=None) -> dict[str, int]:
     """Recompute statuses of the item's artifact and everything below it; returns the changes."""
     summary: Counter = Counter()
-    _recompute(item.stage, [item.object_id], blocked_above(item.stage, item.object_id), summary)
+    _recompute(item.stage, [item.object_id], blocked_above(item.stage, item.object_id), summary, actor)
     return dict(summary)
 
 

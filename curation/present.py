@@ -21,7 +21,7 @@ from curation.lineage import artifact_for
 from curation.models import ReviewItem, ReviewStage
 from generation.models import Api, ConversationGraph, Flowgraph, Procedure
 from generation.pipeline.formats import GraphFormatError, graph_from_json
-from generation.pipeline.render import GraphvizMissing, to_svg
+from generation.pipeline.render import GraphvizMissing, scope_svg_ids, to_svg
 
 
 def _render(data: dict, highlight: list | None = None) -> tuple[str, str]:
@@ -43,7 +43,8 @@ def cached_svg(row: Flowgraph | ConversationGraph) -> dict[str, Any]:
             return {"svg": "", "error": error}
         row.svg = svg
         type(row).objects.filter(pk=row.pk).update(svg=svg)
-    return {"svg": mark_safe(row.svg), "error": ""}
+    prefix = f"{type(row)._meta.model_name[:2]}{row.pk}-"
+    return {"svg": mark_safe(scope_svg_ids(row.svg, prefix)), "error": ""}
 
 
 def highlighted_svg(cg: ConversationGraph, path_nodes: list, conversation_id: int) -> dict[str, Any]:
@@ -57,7 +58,7 @@ def highlighted_svg(cg: ConversationGraph, path_nodes: list, conversation_id: in
         if error:
             return {"svg": "", "error": error}
         cache.set(key, svg, 24 * 3600)
-    return {"svg": mark_safe(svg), "error": ""}
+    return {"svg": mark_safe(scope_svg_ids(svg, f"cg{cg.pk}c{conversation_id}-")), "error": ""}
 
 
 @functools.cache

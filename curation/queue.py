@@ -36,24 +36,8 @@ def candidates(*, stage: str, annotator_id: int, now: datetime, exclude_ids: Seq
     ``lock``: "" (read only), "skip_locked" or "wait" — FOR UPDATE where the database has it
     (SQLite has none and needs none: its IMMEDIATE transactions already hold the write lock).
     """
-    ts = _ts(now)
-    params: list = [stage, ItemState.OPEN, annotator_id, annotator_id, annotator_id, ts, ts]
-    not_in = ""
-    if exclude_ids:
-        not_in = f" AND i.id NOT IN ({', '.join(['%s'] * len(exclude_ids))})"
-        params += list(exclude_ids)
-    sql = (
-        f"SELECT i.* FROM {_ITEM} i"
-        " WHERE i.stage = %s AND i.state = %s AND NOT i.excluded"
-        f" AND NOT EXISTS (SELECT 1 FROM {_REVIEW} r WHERE r.item_id = i.id AND r.annotator_id = %s)"
-        f" AND NOT EXISTS (SELECT 1 FROM {_SKIP} s WHERE s.item_id = i.id AND s.annotator_id = %s)"
-        f" AND NOT EXISTS (SELECT 1 FROM {_CLAIM} c WHERE c.item_id = i.id AND c.annotator_id = %s"
-        " AND c.expires_at > %s)"
-        f" AND i.review_count + (SELECT COUNT(*) FROM {_CLAIM} c2 WHERE c2.item_id = i.id"
-        " AND c2.expires_at > %s) < i.required_reviews"
-        f"{not_in}"
-        " ORDER BY i.has_warnings DESC, i.review_count DESC, i.id"
-    )
+    where, params = _candidate_where(stage=stage, annotator_id=annotator_id, now=now, exclude_ids=exclude_ids)
+    sql = f"SELECT i.* FROM {_ITEM} i WHERE {where} ORDER BY i.has_warnings DESC, i.review_count DESC, i.id"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     features = connection.features
@@ -63,6 +47,34 @@ def candidates(*, stage: str, annotator_id: int, now: datetime, exclude_ids: Seq
         else:
             sql += " FOR UPDATE"
     return ReviewItem.objects.raw(sql, params)
+
+
+def _candidate_where(*, stage: str, annotator_id: int, now: datetime, exclude_ids: Sequence[int] = ()):
+    ts = _ts(now)
+    params: list = [stage, ItemState.OPEN, annotator_id, annotator_id, annotator_id, ts, ts]
+    not_in = ""
+    if exclude_ids:
+        not_in = f" AND i.id NOT IN ({', '.join(['%s'] * len(exclude_ids))})"
+        params += list(exclude_ids)
+    where = (
+        "i.stage = %s AND i.state = %s AND NOT i.excluded"
+        f" AND NOT EXISTS (SELECT 1 FROM {_REVIEW} r WHERE r.item_id = i.id AND r.annotator_id = %s)"
+        f" AND NOT EXISTS (SELECT 1 FROM {_SKIP} s WHERE s.item_id = i.id AND s.annotator_id = %s)"
+        f" AND NOT EXISTS (SELECT 1 FROM {_CLAIM} c WHERE c.item_id = i.id AND c.annotator_id = %s"
+        " AND c.expires_at > %s)"
+        f" AND i.review_count + (SELECT COUNT(*) FROM {_CLAIM} c2 WHERE c2.item_id = i.id"
+        " AND c2.expires_at > %s) < i.required_reviews"
+        f"{not_in}"
+    )
+    return where, params
+
+
+def count_candidates(*, stage: str, annotator_id: int, now: datetime) -> int:
+    """How many items `annotator_id` could claim now in `stage` (the same rule as candidates)."""
+    where, params = _candidate_where(stage=stage, annotator_id=annotator_id, now=now)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {_ITEM} i WHERE {where}", params)
+        return cursor.fetchone()[0]
 
 
 def first_candidate(**kwargs) -> ReviewItem | None:

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from django import forms
 
+from almita_web.bounds import MAX_ID, bounded_id
+
 from curation.models import ReleaseKind, ReviewStage
 from curation.releases import LICENCES
 
@@ -9,9 +11,10 @@ from curation.releases import LICENCES
 def _ids(text: str) -> list[int]:
     out = []
     for part in text.replace(",", " ").split():
-        if not part.isdigit():
-            raise forms.ValidationError(f"'{part}' is not an id")
-        out.append(int(part))
+        try:
+            out.append(bounded_id(part) if part.isdigit() else bounded_id(None))
+        except ValueError:
+            raise forms.ValidationError(f"'{part[:40]}' is not an id (a whole number from 0 to {MAX_ID})") from None
     return out
 
 

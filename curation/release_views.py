@@ -10,7 +10,7 @@ from almita_web.roles import RESEARCHER, role_required
 from curation.exports import BUNDLES, download_name, file_sources, zip_chunks
 from curation.models import Release
 from curation.release_forms import ReleaseForm
-from curation.releases import ReleaseError, release_create
+from curation.releases import ReleaseError, release_create, release_preview
 
 CONTENT_TYPES = {
     ".csv": "text/csv; charset=utf-8", ".jsonl": "application/jsonl; charset=utf-8",
@@ -34,7 +34,18 @@ def releases(request: HttpRequest) -> HttpResponse:
 @require_POST
 def release_new(request: HttpRequest) -> HttpResponse:
     form = ReleaseForm(request.POST)
+    preview = None
     if form.is_valid():
+        try:
+            preview = release_preview(kind=form.cleaned_data["kind"], filters=form.filters())
+        except ReleaseError as exc:
+            form.add_error(None, str(exc))
+    if preview is not None and request.POST.get("preview"):
+        return render(request, "curation/releases.html", {
+            "releases": Release.objects.select_related("created_by")[:100], "form": form, "downloads": DOWNLOADS,
+            "preview": preview,
+        })
+    if preview is not None:
         try:
             release = release_create(
                 name=form.cleaned_data["name"], kind=form.cleaned_data["kind"], filters=form.filters(),
@@ -47,6 +58,7 @@ def release_new(request: HttpRequest) -> HttpResponse:
             return redirect("datasets:release", pk=release.pk)
     return render(request, "curation/releases.html", {
         "releases": Release.objects.select_related("created_by")[:100], "form": form, "downloads": DOWNLOADS,
+        "preview": preview,
     }, status=400)
 
 

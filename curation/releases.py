@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
+from almita_web.bounds import json_ids
 from curation.exports import CsvLineMaker
 from curation.models import Release, ReleaseKind, ReleaseRecord, ReleaseTest, ReviewStage
 from generation.imports import (
@@ -57,9 +58,9 @@ def clean_filters(filters: dict[str, Any] | None) -> dict[str, list]:
     for key in ("jobs", "intents"):
         values = filters.get(key) or []
         try:
-            ids = sorted({int(v) for v in values})
-        except (TypeError, ValueError):
-            raise ReleaseError(f"filter '{key}' must be a list of ids") from None
+            ids = sorted(set(json_ids(values, f"filter '{key}'")))
+        except ValueError as exc:
+            raise ReleaseError(f"filter '{key}' must be a list of ids: {exc}") from None
         if ids:
             out[key] = ids
     stages = sorted({str(s) for s in filters.get("stages") or []})
@@ -101,6 +102,18 @@ def tests_for(kind: str, filters: dict[str, list]):
             cond |= Q(conversation__noise_kinds=[])
         qs = qs.filter(cond)
     return qs
+
+
+def release_preview(*, kind: str, filters: dict[str, Any] | None) -> dict[str, int]:
+    """How many tests, conversations and conversation graphs a release would freeze now."""
+    qs = tests_for(kind, clean_filters(filters)).order_by()
+    agg = qs.aggregate(tests=Count("pk"), conversations=Count("conversation_id", distinct=True),
+                       graphs=Count("conversation__path__conversation_graph_id", distinct=True))
+    return {k: agg[k] or 0 for k in ("tests", "conversations", "graphs")}
+
+
+def preview_text(counts: dict[str, int]) -> str:
+    return f"{counts['tests']} tests from {counts['conversations']} conversations and {counts['graphs']} graphs"
 
 
 def _json_contains_supported() -> bool:
@@ -148,6 +161,9 @@ def release_create(*, name: str, kind: str = ReleaseKind.CURATED, filters: dict 
     if licence not in LICENCES:
         raise ReleaseError(f"licence must be one of {', '.join(LICENCES)}")
     filters = clean_filters(filters)
+    selected = release_preview(kind=kind, filters=filters)
+    if not selected["tests"]:
+        raise ReleaseError(f"the filters select {preview_text(selected)}; an empty release is not made")
     version = (Release.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0) + 1
     try:
         with transaction.atomic():

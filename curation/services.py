@@ -32,8 +32,10 @@ from curation.lineage import (  # noqa: F401  (re-exported for other apps)
     policy_for,
 )
 from curation.models import AuditEvent, Claim, ItemState, Resolution, Review, ReviewItem, ReviewStage, Skip, Verdict
+from curation.state import Effective, effective_q, exclusion_reason
 from curation.stats import (  # noqa: F401  (re-exported for other apps)
     agreement_for_stage,
+    annotator_available,
     annotator_progress,
     stage_funnel,
     verdict_rows,
@@ -83,11 +85,17 @@ def queue_candidates(*, stage: str, annotator, now=None) -> list[ReviewItem]:
 
 def held_claim(*, annotator, stage: str | None = None, now=None) -> Claim | None:
     now = now or timezone.now()
-    qs = Claim.objects.filter(annotator=annotator, expires_at__gt=now, item__state=ItemState.OPEN,
-                              item__excluded=False)
+    qs = Claim.objects.filter(effective_q(Effective.OPEN, prefix="item__"), annotator=annotator, expires_at__gt=now)
     if stage:
         qs = qs.filter(item__stage=stage)
     return qs.select_related("item").order_by("claimed_at", "id").first()
+
+
+def held_claims(*, annotator, now=None) -> list[Claim]:
+    """The annotator's active claims on items that are still open (the "Items you hold" list)."""
+    now = now or timezone.now()
+    return list(Claim.objects.filter(effective_q(Effective.OPEN, prefix="item__"), annotator=annotator,
+                                     expires_at__gt=now).select_related("item").order_by("claimed_at", "id"))
 
 
 @transaction.atomic
@@ -164,7 +172,7 @@ def _decide(item: ReviewItem, decision: str, actor) -> None:
     item.decision = decision
     item.decided_at = timezone.now()
     item.save(update_fields=["state", "decision", "decided_at", "review_count"])
-    changes = cascade_apply(item)
+    changes = cascade_apply(item, actor)
     _audit(actor, AuditEvent.Action.CASCADE, item, {}, {"decision": decision, "changed": changes})
 
 
@@ -185,7 +193,7 @@ def review_submit(*, annotator, item_id: int, verdict: str, reason_codes: list[s
         raise CurationError("Reason OTHER needs a comment saying what is wrong.")
     if Review.objects.filter(item=item, annotator=annotator).exists():
         raise CurationError("You have already reviewed this item.")
-    if item.state != ItemState.OPEN:
+    if item.state != ItemState.OPEN or item.excluded:
         raise CurationError("This item no longer takes reviews.")
     now = timezone.now()
     claim = Claim.objects.filter(item=item, annotator=annotator).first()
@@ -200,6 +208,8 @@ def review_submit(*, annotator, item_id: int, verdict: str, reason_codes: list[s
     claim.delete()
     item.review_count += 1
     if item.review_count >= item.required_reviews:
+        # Every review is in: any other claim on the item (a lapsed one) is moot now.
+        Claim.objects.filter(item=item).delete()
         _conclude(item, annotator)
     else:
         item.save(update_fields=["review_count"])
@@ -240,6 +250,8 @@ def review_undo(*, annotator) -> ReviewItem:
     last = Review.objects.filter(pk=last.pk).first()
     if last is None:
         raise CurationError("That verdict was already withdrawn.")
+    if item.excluded:
+        raise CurationError("That item was excluded (an ancestor was rejected); its verdict stays as it is.")
     if item.state != ItemState.OPEN:
         # Once every review is in, whether undo still works would tell the annotator how the
         # others voted (decided on agreement vs. waiting for adjudication), breaking blindness.
@@ -258,7 +270,7 @@ def review_undo(*, annotator) -> ReviewItem:
 
 
 def adjudication_queue(*, stage: str | None = None) -> QuerySet[ReviewItem]:
-    qs = ReviewItem.objects.filter(state=ItemState.DISAGREEMENT)
+    qs = ReviewItem.objects.filter(effective_q(Effective.AWAITING))
     if stage:
         qs = qs.filter(stage=stage)
     return qs.order_by("-has_warnings", "id")
@@ -283,6 +295,8 @@ def item_resolve(*, adjudicator, item_id: int, decision: str, note: str) -> Revi
     item = _lock_item(item_id)
     if item.state == ItemState.OPEN:
         raise CurationError("This item still waits for its reviews.")
+    if item.excluded:
+        raise CurationError(f"{exclusion_reason(item)}: the item is out of curation until that decision changes.")
     if not may_adjudicate(adjudicator, item):
         raise CurationError("You reviewed this item yourself; another adjudicator must decide it.")
     before = _item_snapshot(item)

@@ -14,24 +14,28 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from curation.agreement import cohen_kappa, krippendorff_alpha_nominal, percent_agreement
-from curation.lineage import STAGE_MODELS
 from curation.models import Claim, ItemState, Review, ReviewItem, ReviewStage, Skip, Verdict
+from curation.state import Effective, effective_q
 
 COMPLETE_STATES = (ItemState.DISAGREEMENT, ItemState.DECIDED)
 
 
 def stage_funnel() -> list[dict[str, Any]]:
-    """Per stage: artifacts, review items and where they stand."""
+    """Per stage: review items by effective state (curation.state), in one grouped query.
+
+    Every item is in exactly one effective state, so the columns add up to "items".
+    """
+    open_ = effective_q(Effective.OPEN)
     rows = {
         r["stage"]: r
-        for r in ReviewItem.objects.values("stage").annotate(
+        for r in ReviewItem.objects.order_by().values("stage").annotate(
             items=Count("pk"),
-            n_excluded=Count("pk", filter=Q(excluded=True, state=ItemState.OPEN)),
-            unreviewed=Count("pk", filter=Q(state=ItemState.OPEN, review_count=0, excluded=False)),
-            partial=Count("pk", filter=Q(state=ItemState.OPEN, review_count__gt=0, excluded=False)),
-            disagreement=Count("pk", filter=Q(state=ItemState.DISAGREEMENT)),
-            accepted=Count("pk", filter=Q(state=ItemState.DECIDED, decision=Verdict.ACCEPT)),
-            rejected=Count("pk", filter=Q(state=ItemState.DECIDED, decision=Verdict.REJECT)),
+            unreviewed=Count("pk", filter=open_ & Q(review_count=0)),
+            partial=Count("pk", filter=open_ & Q(review_count__gt=0)),
+            disagreement=Count("pk", filter=effective_q(Effective.AWAITING)),
+            accepted=Count("pk", filter=effective_q(Effective.ACCEPTED)),
+            rejected=Count("pk", filter=effective_q(Effective.REJECTED)),
+            n_excluded=Count("pk", filter=effective_q(Effective.EXCLUDED)),
             n_warnings=Count("pk", filter=Q(has_warnings=True)),
         )
     }
@@ -40,21 +44,32 @@ def stage_funnel() -> list[dict[str, Any]]:
         r = rows.get(stage, {})
         items = r.get("items", 0)
         decided = r.get("accepted", 0) + r.get("rejected", 0)
+        live = items - r.get("n_excluded", 0)
         out.append({
-            "stage": stage, "label": label, "artifacts": STAGE_MODELS[stage].objects.count(),
+            "stage": stage, "label": label,
             "items": items, "unreviewed": r.get("unreviewed", 0), "partial": r.get("partial", 0),
             "disagreement": r.get("disagreement", 0), "accepted": r.get("accepted", 0),
             "rejected": r.get("rejected", 0), "excluded": r.get("n_excluded", 0), "warnings": r.get("n_warnings", 0),
-            "decided": decided, "percent_decided": round(100 * decided / items) if items else 0,
+            "decided": decided, "percent_decided": round(100 * decided / live) if live else 0,
         })
     return out
+
+
+def annotator_available(*, annotator) -> dict[str, int]:
+    """Per stage, how many items this annotator could take now: the only queue figure an annotator
+    sees, since it moves with their own work and never with another annotator's verdict."""
+    from curation import queue
+
+    now = timezone.now()
+    return {stage: queue.count_candidates(stage=stage, annotator_id=annotator.pk, now=now)
+            for stage in ReviewStage.values}
 
 
 def annotator_progress(*, annotator=None) -> list[dict[str, Any]]:
     """Reviews, accepts, rejects, skips and held claims per annotator and stage."""
     reviews = Review.objects.all()
     skips = Skip.objects.all()
-    claims = Claim.objects.filter(expires_at__gt=timezone.now(), item__state=ItemState.OPEN)
+    claims = Claim.objects.filter(effective_q(Effective.OPEN, prefix="item__"), expires_at__gt=timezone.now())
     if annotator is not None:
         reviews, skips, claims = (qs.filter(annotator=annotator) for qs in (reviews, skips, claims))
     table: dict[tuple[str, str], dict[str, Any]] = defaultdict(

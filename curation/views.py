@@ -21,6 +21,7 @@ from curation.forms import ResolveForm, ReviewForm, SkipForm
 from curation.guidelines import SKIP_REASONS
 from curation.models import AuditEvent, Claim, ItemState, ReviewItem, ReviewStage
 from curation.present import item_context, stage_fragments
+from curation.state import describe
 
 
 def _next_or_queue(request: HttpRequest, stage: str) -> HttpResponse:
@@ -35,12 +36,13 @@ def _next_or_queue(request: HttpRequest, stage: str) -> HttpResponse:
 @role_required(ANNOTATOR)
 def queue(request: HttpRequest) -> HttpResponse:
     services.items_sync_throttled()
-    claims = (Claim.objects.filter(annotator=request.user, item__state=ItemState.OPEN)
-              .select_related("item").order_by("claimed_at"))
+    # Only the annotator's own work and what they may take: per-stage disagreement or acceptance
+    # counts would let them infer another annotator's verdict right after submitting.
+    available = services.annotator_available(annotator=request.user)
     return render(request, "curation/queue.html", {
-        "funnel": services.stage_funnel(),
+        "stages": [{"stage": s, "label": label, "available": available[s]} for s, label in ReviewStage.choices],
         "progress": services.annotator_progress(annotator=request.user),
-        "claims": [c for c in claims if c.is_active()],
+        "claims": services.held_claims(annotator=request.user),
         "last_review": services.last_review(annotator=request.user),
     })
 
@@ -180,7 +182,8 @@ def adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
         "form": form, "show_names": request.GET.get("names") == "1",
         "reviews": services.reviews_visible_to(request.user).filter(item=item).select_related("annotator").order_by("id"),
         "resolution": getattr(item, "resolution", None),
-        "may_decide": services.may_adjudicate(request.user, item),
+        "may_decide": services.may_adjudicate(request.user, item) and not item.excluded,
+        "effective": describe(item),
         "cascade": services.descendant_statuses(item),
         "history": item.audit.select_related("actor").order_by("at", "id"),
     })
@@ -217,7 +220,7 @@ def agreement_csv(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@role_required(ADJUDICATOR)
+@role_required(ADJUDICATOR, RESEARCHER)
 def progress(request: HttpRequest) -> HttpResponse:
     return render(request, "curation/progress.html", {
         "funnel": services.stage_funnel(), "progress": services.annotator_progress(),

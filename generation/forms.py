@@ -44,6 +44,9 @@ class JobForm(forms.Form):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        from generation.inputs import existing_choice_labels
+
+        self.fields["existing"].choices = existing_choice_labels(self.fields["existing"].choices)
         for stage in LLM_STAGES:
             self.fields[f"model_{stage}"] = forms.CharField(
                 required=False, max_length=200, label=f"Model: {stage.replace('_', ' ')}",

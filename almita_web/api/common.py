@@ -32,7 +32,9 @@ class Pagination(PageNumberPagination):
 
 
 def _int(value: str) -> int:
-    return int(value)
+    from almita_web.bounds import bounded_id
+
+    return bounded_id(value)
 
 
 def _bool(value: str) -> bool:

@@ -8,6 +8,8 @@ Graphviz's SVG writer escapes ``<``/``>``/``&``, so ``<script>`` in a label arri
 """
 from __future__ import annotations
 
+import re
+
 import shutil
 import subprocess
 import textwrap
@@ -224,3 +226,15 @@ def to_outline(g: nx.DiGraph) -> str:
         if g.out_degree(n) == 0:
             lines.append("   - The conversation ends here.")
     return "\n".join(lines) + "\n"
+
+
+_SVG_ID = re.compile(r'(\bid="|\bhref="#|xlink:href="#|url\(#)([^")]+)')
+
+
+def scope_svg_ids(svg: str, prefix: str) -> str:
+    """Prefix every element id of a Graphviz SVG (and each reference to one) with `prefix`.
+
+    Graphviz numbers its elements node1, edge1, … in every drawing, so two graphs inlined in one
+    page would share ids. Callers pass a prefix naming the drawing ("fg12-").
+    """
+    return _SVG_ID.sub(lambda m: m.group(1) + prefix + m.group(2), svg)

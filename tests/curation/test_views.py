@@ -53,7 +53,7 @@ GET_PAGES = [
     ("curation:adjudication", {}, {"adjudicator", "admin"}),
     ("curation:agreement", {}, {"adjudicator", "researcher", "admin"}),
     ("curation:agreement_csv", {}, {"adjudicator", "researcher", "admin"}),
-    ("curation:progress", {}, {"adjudicator", "admin"}),
+    ("curation:progress", {}, {"adjudicator", "researcher", "admin"}),
     ("curation:audit", {}, {"admin"}),
 ]
 

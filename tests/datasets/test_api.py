@@ -69,7 +69,7 @@ def test_write_permission_matrix(personas, imported, who, settings):
 def test_docs_page_permissions(client, personas, who):
     if who != "anonymous":
         client.force_login(personas[who])
-    r = client.get("/api/docs/")
+    r = client.get("/api/docs/", HTTP_ACCEPT="text/html")
     if who == "anonymous":
         assert r.status_code == 302 and "/login/" in r["Location"]
     else:
@@ -183,3 +183,19 @@ def test_schema_lists_every_endpoint(personas):
     for name in ARTIFACTS + ["releases", "reviews", "evaluation-runs"]:
         assert f"/api/{name}/" in paths
     assert "/api/releases/{id}/download/{file}/" in paths
+
+
+@pytest.mark.django_db
+def test_docs_and_schema_with_a_token_and_401_as_json(client, personas):
+    from rest_framework.authtoken.models import Token
+
+    token = Token.objects.create(user=personas["researcher"])
+    auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
+    r = client.get("/api/docs/", **auth)
+    assert r.status_code == 200 and b"/api/releases/" in r.content
+    assert client.get("/api/schema/", **auth).status_code == 200
+    for url in ("/api/docs/", "/api/schema/"):
+        for headers in ({}, {"HTTP_AUTHORIZATION": "Token wrong"}):
+            r = client.get(url, **headers)
+            assert r.status_code == 401, (url, headers)
+            assert r["Content-Type"].startswith("application/json") and "detail" in r.json()

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from curation.exports import export_release, file_sources, zip_chunks, BUNDLES
-from curation.models import ReleaseKind, ReleaseTest
+from curation.models import Release, ReleaseKind, ReleaseTest
 from curation.releases import ReleaseError, release_create, release_find, release_verify
 from generation.imports import items_import
 from generation.models import (
@@ -44,8 +44,10 @@ def test_filters_by_intent_noise_and_stage(imported, researcher):
     clean = release_create(name="c", kind="curated", filters={"noise_kinds": ["none"]}, created_by=researcher)
     assert noisy.entries.count() + clean.entries.count() == Test.objects.count()
     assert all(d["noise_kinds"] == ["digression"] for d in noisy.entries.values_list("data", flat=True))
-    staged = release_create(name="s", kind="curated", filters={"stages": ["flowgraph"]}, created_by=researcher)
-    assert staged.entries.count() == 0  # no flowgraph is accepted yet
+    # No flowgraph is accepted yet: an empty release is refused, saying what the filters select.
+    with pytest.raises(ReleaseError, match="select 0 tests from 0 conversations and 0 graphs"):
+        release_create(name="s", kind="curated", filters={"stages": ["flowgraph"]}, created_by=researcher)
+    assert not Release.objects.filter(name="s").exists()
     Flowgraph.objects.update(status=CurationStatus.ACCEPTED)
     assert release_create(name="s", kind="curated", filters={"stages": ["flowgraph"]},
                           created_by=researcher).entries.count() == Test.objects.count()

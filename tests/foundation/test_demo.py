@@ -5,7 +5,7 @@ from django.contrib.auth import authenticate
 from django.core.management import call_command
 
 from almita_web.roles import user_roles
-from generation.demo import DEMO_CASES, DEMO_USERS
+from demo.loader import DEMO_CASES, DEMO_USERS
 from generation.models import Flowgraph, Intent, Procedure
 from generation.pipeline.formats import graph_from_json
 from generation.pipeline.validate import validate_flowgraph
