@@ -9,7 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable
 
-from tests.evaluation.conftest import APIS, PROCEDURE, TESTS, context_for
+from tests.evaluation.conftest import APIS, PROCEDURE, SCRIPT, TESTS, context_for, which_test
+from tests.fake_openai import Reply
 
 
 class AgentServer:
@@ -107,3 +108,17 @@ def write_release_file(path: Path, rows: list[dict] | None = None, name: str = "
     header = {"almita_release": {"format": "almita-release/1", "name": name, "version": 1, "tests": len(rows)}}
     path.write_text("\n".join(json.dumps(r) for r in [header, *rows]) + "\n", encoding="utf-8")
     return path
+
+
+def function_calling_agent(body: dict, n: int) -> Reply:
+    """A model behind the fake OpenAI server answering with native tool calls; the same outcomes
+    as conftest.SCRIPT except test 7, a call to a tool that was not offered (also wrong)."""
+    t = which_test(body)
+    if t == 7:
+        return Reply(content=None, tool_calls=[{"name": "greet", "arguments": "{}"}])
+    if t == 8:
+        return Reply(tool_calls=[{"name": "cancel_order", "arguments": '{"order_id": 56}'}])
+    action = json.loads(SCRIPT[t].strip("`json\n"))
+    if action["type"] == "reply":
+        return Reply(content=action["parameters"]["content"])
+    return Reply(tool_calls=[{"name": action["type"], "arguments": json.dumps(action["parameters"])}])

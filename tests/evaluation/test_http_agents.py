@@ -13,10 +13,10 @@ from evaluation import session_services as SV
 from evaluation.models import Agent, AgentMode, EvaluationRun, RunStatus
 from evaluation.runner.release_file import parse_lines
 from generation.models import LLMCall
-from tests.evaluation.conftest import EXPECTED, SCRIPT, make_release, which_test
-from tests.evaluation.http_agents import AgentServer, ok, scripted_http, tool_call
+from tests.evaluation.conftest import EXPECTED
+from tests.evaluation.http_agents import AgentServer, function_calling_agent, ok, scripted_http, tool_call
 from tests.evaluation.test_runner import check_junit_shape, counts
-from tests.fake_openai import Reply, fake_openai, openai_settings  # noqa: F401 - fixtures
+from tests.fake_openai import fake_openai, openai_settings  # noqa: F401 - fixtures
 
 
 def metric_counts(run) -> dict:
@@ -66,18 +66,7 @@ def test_http_agent_settings_are_checked(db):
 
 def test_own_prompt_agent_sends_only_its_prompt_the_conversation_and_the_tools(small_release, fake_openai,
                                                                                 openai_settings):
-    def handler(body, n):
-        t = which_test(body)
-        action = json.loads(SCRIPT[t].strip("`json\n")) if t not in (7, 8) else None
-        if t == 7:
-            return Reply(content=None, tool_calls=[{"name": "greet", "arguments": "{}"}])  # not a tool offered
-        if t == 8:
-            return Reply(tool_calls=[{"name": "cancel_order", "arguments": '{"order_id": 56}'}])
-        if action["type"] == "reply":
-            return Reply(content=action["parameters"]["content"])
-        return Reply(tool_calls=[{"name": action["type"], "arguments": json.dumps(action["parameters"])}])
-
-    fake_openai.set_handler(handler)
+    fake_openai.set_handler(function_calling_agent)
     agent = agent_kinds.agent_create_own_prompt(name="deployed", system_prompt="You are Shopbot. Be brief.",
                                                 model="fake-model")
     run = services.run_execute_inline(run=services.run_create(agent=agent, release=small_release,
