@@ -26,6 +26,7 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+import webhooks
 from curation.models import Release, ReleaseTest
 from evaluation import metrics as M
 from evaluation import similarity as S
@@ -445,7 +446,15 @@ def finish_run(model, run_id: int, *, report_fn, done_key: str, failed_message: 
         else:
             run.status = RunStatus.SUCCEEDED
         run.save(update_fields=["metrics", "done", "finished_at", "status", "error"])
+        webhooks.emit("evaluation.finished", **_finished_event(run, report))
     return True
+
+
+def _finished_event(run, report: dict[str, Any]) -> dict[str, Any]:
+    """The evaluation.finished webhook payload (issue #18)."""
+    return {"kind": run._meta.model_name, "run_id": run.pk, "status": run.status, "agent": run.agent.name,
+            "release_id": run.release_id, "error": run.error,
+            "metrics": {k: v.get("value") for k, v in (report.get("metrics") or {}).items()}}
 
 
 def run_finish_if_done(*, run_id: int) -> bool:

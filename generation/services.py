@@ -29,6 +29,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+import webhooks
 from generation import llm
 from generation.models import (
     Api,
@@ -313,6 +314,7 @@ def _transition(job_id: int, to: str, error: str = "") -> bool:
         job.transition(to, error=error)
         if job.is_terminal:
             job.counters = job_counters(job)
+            webhooks.emit("job.finished", job_id=job.pk, name=job.name, status=job.status, error=job.error)
         job.save()
         return True
 
