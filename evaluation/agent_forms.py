@@ -20,6 +20,10 @@ class _Named(forms.Form):
 
 
 class HttpAgentForm(_Named):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("auto_id", "http_%s")  # two forms on one page: distinct element ids
+        super().__init__(*args, **kwargs)
+
     url = forms.URLField(max_length=500, label="Agent URL", assume_scheme="https",
                          help_text="Each test is POSTed here as JSON (docs/agent-protocol.md)")
     knowledge = forms.ChoiceField(choices=AgentKnowledge.choices, initial=AgentKnowledge.PROCEDURE,
@@ -28,7 +32,7 @@ class HttpAgentForm(_Named):
                                    "whose value is sent in the auth header; the secret itself is never stored",
                                    **KEY_FIELD)
     auth_header = forms.CharField(max_length=100, initial="Authorization", required=False,
-                                  help_text="Authorization sends “Bearer <secret>”; any other header the secret as is")
+                                  help_text="Authorization sends “Bearer SECRET”; any other header sends the secret as it is")
     timeout = forms.FloatField(min_value=0.1, max_value=600, initial=30.0, help_text="Seconds per request")
     retries = forms.IntegerField(min_value=0, max_value=10, initial=2, help_text="On HTTP 429/5xx and timeouts")
     max_concurrency = forms.IntegerField(min_value=1, max_value=64, initial=8, label="Concurrency cap",
@@ -37,6 +41,10 @@ class HttpAgentForm(_Named):
 
 
 class OwnPromptAgentForm(_Named):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("auto_id", "own_%s")
+        super().__init__(*args, **kwargs)
+
     system_prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}),
                                     help_text="Only this, the conversation and the tools are sent: no product prompt")
     model = forms.CharField(max_length=200, required=False, help_text="Empty: EVALUATION_MODEL")
