@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
@@ -79,9 +78,9 @@ def lanes_for(agent: Agent, requested: int) -> int:
     return min(requested, agent.max_concurrency) if agent.mode == AgentMode.HTTP else requested
 
 
-@lru_cache(maxsize=256)
 def release_label(release_id: int | None) -> str | None:
-    """"name@version", as the portable file's header gives it to the standalone runner."""
+    """"name@version", as the portable file's header gives it to the standalone runner (one
+    primary-key lookup per HTTP call; not cached, since test databases reuse primary keys)."""
     if release_id is None:
         return None
     from curation.models import Release

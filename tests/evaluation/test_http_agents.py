@@ -114,7 +114,11 @@ def test_a_session_run_with_an_http_agent(db, fake_openai, openai_settings):
     assert (m["success_rate"]["numerator"], m["success_rate"]["denominator"]) == (1, 2)
     assert (m["tool_recall"]["numerator"], m["tool_recall"]["denominator"]) == (2, 3)
     assert run.metrics["unparseable_answers"] == 1 and len(server.requests) == 7
-    assert server.requests[2]["messages"][-1]["role"] == "tool"  # the API output came back as a tool result
+    # the API outputs came back as tool results answering the agent's tool calls
+    with_tool = [b["messages"] for b in server.requests if b["messages"][-1]["role"] == "tool"]
+    assert len(with_tool) == 3
+    for msgs in with_tool:
+        assert msgs[-2]["tool_calls"][0]["id"] == msgs[-1]["tool_call_id"]
 
 
 def test_evaluate_command_gates_junit_and_json(small_release, tmp_path, capsys):
@@ -193,3 +197,20 @@ def test_creating_agents_through_the_page(client, researcher):
     assert r.status_code == 302 and Agent.objects.get(name="mine").mode == AgentMode.OWN_PROMPT
     page = client.get(reverse("evaluation:own_agents")).content.decode()
     assert "bot" in page and "BOT_API_KEY" in page and "LLM with its own system prompt" in page
+
+
+def test_session_runs_of_http_agents_through_the_api(researcher, fake_openai, openai_settings,
+                                                      django_capture_on_commit_callbacks):
+    from rest_framework.test import APIClient
+
+    from tests.evaluation.test_sessions import make_release as make_session_release
+
+    release = make_session_release()
+    http = agent_kinds.agent_create_http(name="bot", url="http://127.0.0.1:9/agent")
+    own = agent_kinds.agent_create_own_prompt(name="mine", system_prompt="You are Shopbot.")
+    c = APIClient()
+    c.force_authenticate(researcher)
+    for agent in (http, own):
+        with django_capture_on_commit_callbacks(execute=False):
+            r = c.post("/api/session-runs/", {"agent": agent.pk, "release": release.pk, "limit": 1}, format="json")
+        assert r.status_code == 201, r.content
