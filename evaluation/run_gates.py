@@ -50,7 +50,8 @@ def run_gates(run: EvaluationRun, *, fail_under: list[str], baseline: str | None
     if json_out:
         Path(json_out).write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
     if junit:
-        write_junit(junit, records, checked, release=label, elapsed=elapsed, timestamp=doc["created_at"])
+        write_junit(junit, records, checked, release=label, elapsed=elapsed, timestamp=doc["created_at"],
+                    properties={"agent": run.agent.name, "run": str(run.pk)})
     return doc
 
 

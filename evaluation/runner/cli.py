@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit, urlunsplit
 
 from evaluation import metrics as M
 from evaluation.http_agent import HttpAgent, auth_headers
@@ -67,6 +68,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def public_url(url: str) -> str:
+    """The URL without any user:password part, for reports."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""))) \
+        if parts.hostname else url
+
+
 def metric_lines(metrics: dict[str, Any]) -> list[str]:
     lines = []
     for key, m in M.metrics_from_json(metrics).items():
@@ -115,12 +123,13 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr:
             err.write(f"error: {exc}\n")
             return 2
     doc = core.results_document(records, summary, release=release.meta | {"label": release.label},
-                                agent={"url": args.agent_url, "kind": args.agent_kind, "model": args.model},
+                                agent={"url": public_url(args.agent_url), "kind": args.agent_kind, "model": args.model},
                                 threshold=args.threshold, similarity="lexical", gates=results, elapsed=elapsed)
     if args.json:
         Path(args.json).write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
     if args.junit:
-        write_junit(args.junit, records, results, release=release.label, elapsed=elapsed, timestamp=doc["created_at"])
+        write_junit(args.junit, records, results, release=release.label, elapsed=elapsed, timestamp=doc["created_at"],
+                    properties={"agent_url": public_url(args.agent_url), "agent_kind": args.agent_kind})
     if not args.quiet:
         out.write(f"{release.label}: {len(records)} tests in {elapsed:.1f} s, unparseable answers: "
                   f"{summary['unparseable']}\n")

@@ -157,29 +157,39 @@ def test_baseline_regression_beyond_the_interval(tmp_path):
 
 
 def check_junit_shape(path: Path) -> ET.Element:
-    """The JUnit XML shape CI systems read (the Jenkins/Ant junit-10 XSD, as GitLab and GitHub
-    reporters use it): <testsuites> of <testsuite name tests failures errors [skipped time
-    timestamp]>, each of <testcase name classname time> with at most one <failure message type>;
-    counts agree with the children; numbers are numbers."""
+    """The JUnit XML shape CI systems read: the Ant/Jenkins junit-10 XSD (which GitLab and the
+    GitHub reporters accept), written out as checks since no XSD validator is installed:
+    <testsuites> of <testsuite> with the required attributes name, package, id, hostname,
+    timestamp (ISO 8601 without zone), tests, failures, errors, time, and the required children
+    <properties> (of <property name value>), then <testcase name classname time> (each with at
+    most one <failure message type>), then <system-out> and <system-err>; counts agree with the
+    children; numbers are numbers."""
+    import re as _re
+
     root = ET.parse(path).getroot()
     assert root.tag == "testsuites"
     total = failures = 0
-    for suite in root:
+    for i, suite in enumerate(root):
         assert suite.tag == "testsuite"
-        for attr in ("name", "tests", "failures", "errors"):
+        for attr in ("name", "package", "id", "hostname", "timestamp", "tests", "failures", "errors", "time"):
             assert attr in suite.attrib, attr
-        cases = list(suite)
-        assert all(c.tag == "testcase" for c in cases)
+        assert _re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", suite.get("timestamp"))
+        assert int(suite.get("id")) == i
+        children = [c.tag for c in suite]
+        assert children[0] == "properties" and children[-2:] == ["system-out", "system-err"]
+        assert all(p.tag == "property" and p.get("name") and p.get("value") is not None for p in suite[0])
+        cases = [c for c in suite if c.tag == "testcase"]
+        assert len(cases) == len(children) - 3
         assert int(suite.get("tests")) == len(cases)
         float(suite.get("time"))
         n_fail = 0
         for case in cases:
             assert case.get("name") and case.get("classname")
             float(case.get("time"))
-            children = list(case)
-            assert len(children) <= 1 and all(ch.tag == "failure" for ch in children)
-            if children:
-                assert children[0].get("message") and children[0].get("type")
+            inner = list(case)
+            assert len(inner) <= 1 and all(ch.tag == "failure" for ch in inner)
+            if inner:
+                assert inner[0].get("message") and inner[0].get("type")
                 n_fail += 1
         assert int(suite.get("failures")) == n_fail and int(suite.get("errors")) == 0
         total += len(cases)
@@ -196,7 +206,7 @@ def test_junit_one_testcase_per_test_with_expected_vs_got(tmp_path):
     root = check_junit_shape(junit)
     tests, gates = root
     assert int(tests.get("tests")) == 10 and int(tests.get("failures")) == 6
-    four = next(c for c in tests if c.get("name").startswith("test 4 "))
+    four = next(c for c in tests.iter("testcase") if c.get("name").startswith("test 4 "))
     assert four.find("failure").get("message").startswith(
         'expected api_call: get_order_details({"order_id": 900}) | got reply: What is your order number?')
     assert gates.get("name").endswith(".gates") and gates.find("testcase/failure") is not None
@@ -266,3 +276,10 @@ def test_http_agent_rejects_bad_urls_and_kinds():
         HttpAgent(url="localhost:8000")
     with pytest.raises(ValueError, match="agent kind"):
         HttpAgent(url="http://x", kind="grpc")
+
+
+def test_reports_never_carry_credentials_from_the_agent_url():
+    from evaluation.runner.cli import public_url
+
+    assert public_url("https://bot:s3cret@agent.example.org:8443/v1?x=1") == "https://agent.example.org:8443/v1?x=1"
+    assert public_url("http://127.0.0.1:8808/") == "http://127.0.0.1:8808/"
