@@ -17,7 +17,7 @@ from evaluation.http_agent import HttpAgent
 from evaluation.runner import core
 from evaluation.runner.cli import main
 from evaluation.runner.release_file import ReleaseFileError, load, parse_lines
-from tests.evaluation.conftest import EXPECTED, TESTS
+from tests.evaluation.conftest import EXPECTED, FLOWGRAPH, TESTS
 from tests.evaluation.http_agents import HTTP_SCRIPT, AgentServer, ok, scripted_http, release_rows, tool_call, write_release_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -242,10 +242,16 @@ def test_release_file_errors_name_the_line_and_field(tmp_path):
 
 
 def test_the_runner_imports_no_django_and_starts_fast(tmp_path):
+    # The pure metric and agent-reading code too, including the lazy imports a request with a
+    # Mermaid workflow and a context with an API call make (generation.pipeline).
     code = ("import sys, time; t = time.perf_counter(); import evaluation.runner.cli, evaluation.protocol, "
-            "evaluation.http_agent, evaluation.runner.gates, evaluation.runner.junit; "
+            "evaluation.http_agent, evaluation.runner.gates, evaluation.runner.junit, evaluation.agents, "
+            "evaluation.metrics; s = time.perf_counter() - t; "
+            f"fg = {FLOWGRAPH!r}; "
+            "evaluation.protocol.request_body({'context': [{'role': 'api', 'content': 'f(a=1)'}], 'flowgraph': fg}, "
+            "knowledge='mermaid'); "
             "bad = sorted(m for m in sys.modules if m == 'django' or m.startswith(('django.', 'openai', 'celery')));"
-            "print(bad); print(time.perf_counter() - t)")
+            "print(bad); print(s)")
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     bad, seconds = out.stdout.splitlines()

@@ -5,6 +5,8 @@ R is a release id or "name" / "name@version" (latest version by default); A is a
 name ("gold", "always_reply" and "first_api" name the built-in reference agents). Without
 --wait/--inline the run is queued for the Celery worker and the command returns. --rejudge makes a
 new run that scores the stored answers of a succeeded run again (no agent calls).
+--fail-under METRIC=VALUE, --baseline RESULTS.json, --junit OUT.xml and --json OUT.json apply the
+standalone runner's CI gates and outputs to the finished run (exit 1 when a gate fails).
 """
 from __future__ import annotations
 
