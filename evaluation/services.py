@@ -420,6 +420,7 @@ def fail_run(model, run_id: int, error: str) -> None:
         run.finished_at = timezone.now()
         run.done = run.results.filter(state=ResultState.DONE).count()
         run.save(update_fields=["status", "error", "finished_at", "done"])
+        webhooks.emit("evaluation.finished", **_finished_event(run, run.metrics or {}))
 
 
 @transaction.atomic

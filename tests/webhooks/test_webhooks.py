@@ -235,3 +235,17 @@ def test_register_see_the_secret_once_send_a_test_event(client, admin_user, fast
     client.post(reverse("webhooks:active", args=[hook.pk]), {"active": "0"})
     hook.refresh_from_db()
     assert not hook.active
+
+
+def test_a_run_that_fails_also_reports_evaluation_finished(db, small_release_for_hooks,
+                                                           django_capture_on_commit_callbacks):
+    from evaluation import services as evaluation
+
+    services.webhook_create(name="evals", url="http://127.0.0.1:9/", events=["evaluation.finished"])
+    agent = evaluation.reference_agents_ensure()[0]
+    with django_capture_on_commit_callbacks(execute=True):
+        run = evaluation.run_create(agent=agent, release=small_release_for_hooks, similarity="lexical")
+        evaluation.run_fail(run_id=run.pk, error="no LLM endpoint")
+    data = json.loads(Delivery.objects.get().body)["data"]
+    assert (data["run_id"], data["status"], data["error"], data["kind"]) == (run.pk, "failed", "no LLM endpoint",
+                                                                             "evaluationrun")
