@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "webhooks",
     "generation",
     "curation",
     "evaluation",
@@ -185,6 +186,10 @@ REVIEWS_PER_STAGE = env_mapping("REVIEWS_PER_STAGE", _REVIEW_STAGES, _positive_i
 CURATION_POLICIES = env_mapping("CURATION_POLICIES", _REVIEW_STAGES, _policy)
 CLAIM_MINUTES = env_int("CLAIM_MINUTES", 30, minimum=1)
 BERTSCORE_THRESHOLD = env_float("BERTSCORE_THRESHOLD", 0.55)
+# Webhooks (issue #18): per-request timeout, attempts in all, first retry delay (doubling).
+WEBHOOK_TIMEOUT = env_float("WEBHOOK_TIMEOUT", 10.0, minimum=0.1)
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
+WEBHOOK_BACKOFF_BASE = env_float("WEBHOOK_BACKOFF_BASE", 30.0, minimum=0.0)
 # BERTScore encoder precision: auto (bf16 where the CPU has native bf16 units), fp32 or bf16.
 EVALUATION_BERTSCORE_PRECISION = env_str("EVALUATION_BERTSCORE_PRECISION", "auto").lower()
 if EVALUATION_BERTSCORE_PRECISION not in ("auto", "fp32", "bf16"):

@@ -15,5 +15,6 @@ urlpatterns = [
     path("datasets/", include("curation.release_urls")),
     path("evaluation/", include("evaluation.urls")),
     path("api/", include("almita_web.api_urls")),
+    path("webhooks/", include("webhooks.urls")),
     path("imports/", include("generation.import_urls")),
 ]

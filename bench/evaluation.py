@@ -19,7 +19,8 @@
    pairs, as a re-judgement scores them; also one pair at a time, as a lane does).
    Target: ≥ 300 pairs/s. Skipped when the ML extra is not installed.
 
-Runs on a throwaway SQLite database under a temporary ALMITA_VAR_DIR.
+Runs on a throwaway SQLite database under a temporary ALMITA_VAR_DIR. The standalone runner's
+figure (python -m evaluation.runner against a simulated HTTP agent, no database) is bench/runner.py.
 """
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
+import webhooks
 from almita_web.bounds import json_ids
 from curation.exports import CsvLineMaker
 from curation.models import Release, ReleaseKind, ReleaseRecord, ReleaseTest, ReviewStage
@@ -179,6 +180,8 @@ def release_create(*, name: str, kind: str = ReleaseKind.CURATED, filters: dict 
     release.manifest = _manifest(release, stats)
     release.card = release_card(release, stats)
     release.save(update_fields=["content_hash", "manifest", "card"])
+    webhooks.emit("release.created", release_id=release.pk, name=release.name, version=release.version,
+                  kind=release.kind, content_hash=release.content_hash)
     return release
 
 

@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+import webhooks
 from almita_web.roles import ADJUDICATOR, ADMIN, RESEARCHER, user_roles
 from curation import queue
 from curation.guidelines import OTHER, SKIP_REASONS, reason_code_set
@@ -211,6 +212,8 @@ def review_submit(*, annotator, item_id: int, verdict: str, reason_codes: list[s
         # Every review is in: any other claim on the item (a lapsed one) is moot now.
         Claim.objects.filter(item=item).delete()
         _conclude(item, annotator)
+        webhooks.emit("item.fully_reviewed", item_id=item.pk, stage=item.stage, object_id=item.object_id,
+                      state=item.state, decision=item.decision)
     else:
         item.save(update_fields=["review_count"])
     _audit(annotator, AuditEvent.Action.VERDICT, item, before, {**_item_snapshot(item), **_review_snapshot(review)})
@@ -309,6 +312,7 @@ def item_resolve(*, adjudicator, item_id: int, decision: str, note: str) -> Revi
                              "created_at": timezone.now()},
     )
     _decide(item, decision, adjudicator)
+    webhooks.emit("item.adjudicated", item_id=item.pk, stage=item.stage, object_id=item.object_id, decision=decision)
     _audit(adjudicator, AuditEvent.Action.RESOLVE, item, before, {**_item_snapshot(item), "note": note})
     return item
 

@@ -132,7 +132,9 @@ class SessionRunSerializer(serializers.ModelSerializer):
 
 class SessionLaunchSerializer(serializers.Serializer):
     agent = serializers.PrimaryKeyRelatedField(queryset=Agent.objects.filter(mode__in=[AgentMode.PROMPT,
-                                                                                        AgentMode.FUNCTIONS]))
+                                                                                        AgentMode.FUNCTIONS,
+                                                                                        AgentMode.HTTP,
+                                                                                        AgentMode.OWN_PROMPT]))
     release = serializers.PrimaryKeyRelatedField(queryset=Release.objects.all())
     max_turns = serializers.IntegerField(min_value=1, max_value=50, default=15)
     limit = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)

@@ -74,7 +74,8 @@ class DatasetCompareForm(forms.Form):
 
 
 class SessionRunForm(forms.Form):
-    agent = forms.ModelChoiceField(queryset=Agent.objects.filter(mode__in=[AgentMode.PROMPT, AgentMode.FUNCTIONS]),
+    agent = forms.ModelChoiceField(queryset=Agent.objects.filter(mode__in=[AgentMode.PROMPT, AgentMode.FUNCTIONS,
+                                                                     AgentMode.HTTP, AgentMode.OWN_PROMPT]),
                                    help_text="An LLM agent: reference agents answer single tests only")
     release = forms.ModelChoiceField(queryset=Release.objects.all())
     max_turns = forms.IntegerField(min_value=1, max_value=50, initial=15,

@@ -15,6 +15,10 @@ class AgentMode(models.TextChoices):
     GOLD = "gold", "Reference: gold"
     ALWAYS_REPLY = "always_reply", "Reference: always reply"
     FIRST_API = "first_api", "Reference: always the first API"
+    # Issue #18: your own agent. HTTP: the almita-agent/1 protocol at `base_url`. OWN_PROMPT: an
+    # OpenAI-compatible model with only its own `system_prompt`, the conversation and the tools.
+    HTTP = "http", "HTTP agent (almita-agent/1 protocol)"
+    OWN_PROMPT = "own_prompt", "LLM with its own system prompt"
 
 
 class AgentKnowledge(models.TextChoices):
@@ -37,6 +41,13 @@ class Agent(models.Model):
     temperature = models.FloatField(default=0.0)
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Issue #18 (HTTP and own-prompt agents; see evaluation/agent_kinds.py).
+    system_prompt = models.TextField(blank=True, help_text="own-prompt agents: the agent's own system prompt")
+    auth_header = models.CharField(max_length=100, blank=True, default="Authorization",
+                                   help_text="HTTP agents: the header carrying the secret named by api_key_env")
+    timeout = models.FloatField(default=30.0, help_text="HTTP agents: seconds per request")
+    retries = models.PositiveSmallIntegerField(default=2, help_text="HTTP agents: retries on 429/5xx/timeouts")
+    max_concurrency = models.PositiveSmallIntegerField(default=8, help_text="HTTP agents: requests in flight at most")
 
     class Meta:
         ordering = ["name"]
@@ -44,6 +55,10 @@ class Agent(models.Model):
             models.CheckConstraint(condition=Q(mode__in=AgentMode.values), name="agent_mode_valid"),
             models.CheckConstraint(condition=Q(knowledge__in=AgentKnowledge.values), name="agent_knowledge_valid"),
             models.CheckConstraint(condition=Q(temperature__gte=0) & Q(temperature__lte=2), name="agent_temperature_range"),
+            models.CheckConstraint(condition=Q(timeout__gt=0) & Q(timeout__lte=600), name="agent_timeout_range"),
+            models.CheckConstraint(condition=Q(retries__lte=10), name="agent_retries_range"),
+            models.CheckConstraint(condition=Q(max_concurrency__gte=1) & Q(max_concurrency__lte=64),
+                                   name="agent_max_concurrency_range"),
         ]
 
     def __str__(self) -> str:
@@ -52,6 +67,10 @@ class Agent(models.Model):
     @property
     def is_reference(self) -> bool:
         return self.mode in {self.Mode.GOLD, self.Mode.ALWAYS_REPLY, self.Mode.FIRST_API}
+
+    @property
+    def is_http(self) -> bool:
+        return self.mode == self.Mode.HTTP
 
 
 class RunStatus(models.TextChoices):

@@ -26,6 +26,7 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+import webhooks
 from curation.models import Release, ReleaseTest
 from evaluation import metrics as M
 from evaluation import similarity as S
@@ -148,10 +149,12 @@ def run_create(*, agent: Agent, release: Release, created_by=None, similarity: s
 
         if not endpoint_configured(agent.base_url or None):
             raise EvaluationError("no LLM endpoint: set OPENAI_BASE_URL or give the agent a base URL")
+    from evaluation.agent_kinds import lanes_for  # issue #18: an HTTP agent caps the run's lanes
+
     run = EvaluationRun.objects.create(
         agent=agent, release=release, created_by=created_by, similarity=scorer.name,
         threshold=settings.BERTSCORE_THRESHOLD if threshold is None else threshold,
-        concurrency=concurrency or settings.LLM_MAX_CONCURRENCY, total=len(entry_ids),
+        concurrency=lanes_for(agent, concurrency or settings.LLM_MAX_CONCURRENCY), total=len(entry_ids),
     )
     TestResult.objects.bulk_create([TestResult(run=run, entry_id=pk) for pk in entry_ids], batch_size=500)
     if start:
@@ -299,9 +302,13 @@ def with_workflow(agent: Agent, data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "flowgraph": graph} if graph.get("nodes") else data
 
 
-def agent_answer(agent: Agent, data: dict[str, Any], *, key: str = "") -> Answer:
+def agent_answer(agent: Agent, data: dict[str, Any], *, key: str = "", release_id: int | None = None) -> Answer:
     """Ask the agent for its next action on one test (raises LLMUnavailable / LLMFailed)."""
     data = with_workflow(agent, data)
+    if agent.mode in (AgentMode.HTTP, AgentMode.OWN_PROMPT):  # issue #18: your own agent
+        from evaluation import agent_kinds
+
+        return agent_kinds.answer(agent, data, key=key, release_id=release_id)
     if agent.is_reference:
         action = reference_action(agent.mode, data)
         return Answer(action=action, raw=json.dumps(action, ensure_ascii=False))
@@ -385,7 +392,7 @@ def run_step(*, run_id: int, run: EvaluationRun | None = None) -> bool:
     key = f"run{run.pk}:test{result.entry.test_id}"
     fields: dict[str, Any]
     try:
-        answer = agent_answer(run.agent, data, key=key)
+        answer = agent_answer(run.agent, data, key=key, release_id=run.release_id)
         outcome = judge_answer(data, answer.action, scorer=S.get_scorer(run.similarity), threshold=run.threshold)
     except LLMUnavailable as exc:
         TestResult.objects.filter(pk=result.pk).update(state=ResultState.PENDING, claimed_at=None)
@@ -413,6 +420,7 @@ def fail_run(model, run_id: int, error: str) -> None:
         run.finished_at = timezone.now()
         run.done = run.results.filter(state=ResultState.DONE).count()
         run.save(update_fields=["status", "error", "finished_at", "done"])
+        webhooks.emit("evaluation.finished", **_finished_event(run, run.metrics or {}))
 
 
 @transaction.atomic
@@ -439,7 +447,15 @@ def finish_run(model, run_id: int, *, report_fn, done_key: str, failed_message: 
         else:
             run.status = RunStatus.SUCCEEDED
         run.save(update_fields=["metrics", "done", "finished_at", "status", "error"])
+        webhooks.emit("evaluation.finished", **_finished_event(run, report))
     return True
+
+
+def _finished_event(run, report: dict[str, Any]) -> dict[str, Any]:
+    """The evaluation.finished webhook payload (issue #18)."""
+    return {"kind": run._meta.model_name, "run_id": run.pk, "status": run.status, "agent": run.agent.name,
+            "release_id": run.release_id, "error": run.error,
+            "metrics": {k: v.get("value") for k, v in (report.get("metrics") or {}).items()}}
 
 
 def run_finish_if_done(*, run_id: int) -> bool:

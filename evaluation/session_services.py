@@ -144,7 +144,8 @@ def simulate_session(run: SessionRun, task: SS.SessionTask, data: dict[str, Any]
         history.append({"role": "user", "content": message})
         turns += 1
         for step in range(SS.MAX_AGENT_STEPS):
-            answer = agent_answer(run.agent, {**data, "context": list(history)}, key=f"{key}:t{turn}s{step}")
+            answer = agent_answer(run.agent, {**data, "context": list(history)}, key=f"{key}:t{turn}s{step}",
+                                  release_id=run.release_id)
             action = answer.action
             if action.get("type") == M.REPLY:
                 history.append({"role": "assistant", "content": str(action.get("content", ""))})

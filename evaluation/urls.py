@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluation import views
+from evaluation import agent_views, views
 
 app_name = "evaluation"
 urlpatterns = [
@@ -15,6 +15,10 @@ urlpatterns = [
     path("agents/", views.agents, name="agents"),
     path("agents/new", views.agent_create, name="agent_create"),
     path("agents/<int:agent_id>/check", views.agent_check, name="agent_check"),
+    path("agents/own/", agent_views.own_agents, name="own_agents"),
+    path("agents/own/http", agent_views.http_agent_create, name="http_agent_create"),
+    path("agents/own/prompt", agent_views.own_prompt_agent_create, name="own_prompt_agent_create"),
+    path("releases/<int:release_id>/portable.jsonl", agent_views.release_portable, name="release_portable"),
     path("compare/", views.compare, name="compare"),
     path("sessions/", views.sessions, name="sessions"),
     path("sessions/new", views.session_create, name="session_create"),

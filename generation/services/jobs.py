@@ -26,6 +26,7 @@ from typing import Any, Callable
 from django.db import transaction
 from django.utils import timezone
 
+import webhooks
 from generation import llm
 from generation.models import (
     Flowgraph,
@@ -100,6 +101,12 @@ def job_create(*, config: dict[str, Any], created_by=None, name: str = "", impor
             existing_imports(existing).order_by("pk").values_list("pk", flat=True))
         if not ids:
             raise JobConfigError(f"there are no imported {EXISTING_LEVELS[existing][1]} to start from")
+        from generation.inputs import usable_inputs
+
+        ids, skipped = usable_inputs(existing, ids)  # never build on what curation rejected
+        if not ids:
+            raise JobConfigError(f"all {skipped} {EXISTING_LEVELS[existing][1]} were rejected or excluded in "
+                                 "curation; there is nothing to start from")
         config["start"] = EXISTING_LEVELS[existing][0]
         config["input_ids"] = {existing: ids}
         config.setdefault("intents", 0)
@@ -134,6 +141,7 @@ def _transition(job_id: int, to: str, error: str = "") -> bool:
         job.transition(to, error=error)
         if job.is_terminal:
             job.counters = job_counters(job)
+            webhooks.emit("job.finished", job_id=job.pk, name=job.name, status=job.status, error=job.error)
         job.save()
         return True
 

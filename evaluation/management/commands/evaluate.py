@@ -5,6 +5,8 @@ R is a release id or "name" / "name@version" (latest version by default); A is a
 name ("gold", "always_reply" and "first_api" name the built-in reference agents). Without
 --wait/--inline the run is queued for the Celery worker and the command returns. --rejudge makes a
 new run that scores the stored answers of a succeeded run again (no agent calls).
+--fail-under METRIC=VALUE, --baseline RESULTS.json, --junit OUT.xml and --json OUT.json apply the
+standalone runner's CI gates and outputs to the finished run (exit 1 when a gate fails).
 """
 from __future__ import annotations
 
@@ -75,6 +77,12 @@ class Command(BaseCommand):
         parser.add_argument("--threshold", type=float, default=None)
         parser.add_argument("--concurrency", type=int, default=None)
         parser.add_argument("--timeout", type=float, default=0, help="--wait: give up after this many seconds")
+        # CI gates, as in the standalone runner (issue #18): exit 1 when one fails.
+        parser.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE",
+                            help="fail when METRIC is below VALUE (0..1 or N%%); repeatable")
+        parser.add_argument("--baseline", help="a results file (--json): fail on a regression beyond the 95%% interval")
+        parser.add_argument("--junit", help="write JUnit XML (one test case per test) here")
+        parser.add_argument("--json", help="write the results (metrics, gates, one record per test) here")
 
     def handle(self, *args, **opts) -> None:
         if opts["rejudge"] is not None:
@@ -112,6 +120,22 @@ class Command(BaseCommand):
         self.print_report(run)
         if run.status != EvaluationRun.Status.SUCCEEDED:
             raise CommandError(f"run #{run.pk} ended {run.status}: {run.error}")
+        if opts["fail_under"] or opts["baseline"] or opts["junit"] or opts["json"]:
+            self.check_gates(run, opts)
+
+    def check_gates(self, run: EvaluationRun, opts) -> None:
+        from evaluation.run_gates import gate_lines, run_gates
+        from evaluation.runner.gates import GateError
+
+        try:
+            doc = run_gates(run, fail_under=opts["fail_under"], baseline=opts["baseline"], junit=opts["junit"],
+                            json_out=opts["json"])
+        except GateError as exc:
+            raise CommandError(str(exc)) from exc
+        for line in gate_lines(doc):
+            self.stdout.write(line)
+        if not doc["passed"]:
+            raise CommandError(f"run #{run.pk}: {sum(not g['passed'] for g in doc['gates'])} gate(s) failed")
 
     def print_report(self, run: EvaluationRun) -> None:
         report = services.run_current_report(run)
