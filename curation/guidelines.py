@@ -91,13 +91,53 @@ GUIDES: dict[str, StageGuide] = {
 }
 
 
-def reason_codes(stage: str) -> list[tuple[str, str]]:
-    """(code, description) pairs a reviewer may cite for `stage`, human judgements first."""
-    guide = GUIDES[stage]
-    codes = list(guide.human_codes)
-    codes += [(rule, text) for rule, text in RULES.items() if rule.startswith(guide.rule_prefix)]
-    codes.append((OTHER, "Another problem: describe it in the comment."))
-    return codes
+BUILT_IN_VERSION = 1
+KEYS = "1234567890"
+
+
+def current_guide(stage: str) -> tuple[StageGuide, int]:
+    """The stage's guide as last saved by an admin (curation.GuidelineVersion), else the built-in one.
+
+    The built-in text counts as version 1; every saved edit takes the next number.
+    """
+    from django.core.cache import cache
+
+    from curation.annotation_models import GuidelineVersion
+
+    # In the shared cache (cleared by guideline_save): every review page reads it several times.
+    key = f"curation:guide:{stage}"
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    row = GuidelineVersion.objects.filter(stage=stage).order_by("-version").first()
+    base = GUIDES[stage]
+    if row is None:
+        out = (base, BUILT_IN_VERSION)
+    else:
+        codes = tuple((str(c), str(t)) for c, t in row.human_codes)
+        out = (StageGuide(summary=row.summary, checks=tuple(str(c) for c in row.checks),
+                          rule_prefix=base.rule_prefix, human_codes=codes), row.version)
+    cache.set(key, out, 3600)
+    return out
+
+
+def human_codes(stage: str, guide: StageGuide | None = None) -> list[tuple[str, str, str]]:
+    """(key, code, description): the checkboxes a reviewer ticks, OTHER last, each with a key."""
+    guide = guide or current_guide(stage)[0]
+    codes = [c for c in guide.human_codes if c[0] != OTHER] + [(OTHER, "Another problem: describe it in the comment.")]
+    return [(KEYS[i] if i < len(KEYS) else "", code, text) for i, (code, text) in enumerate(codes)]
+
+
+def rule_codes(stage: str) -> list[tuple[str, str]]:
+    """Validator rule ids of the stage: the automatic checks' codes, still valid as reasons."""
+    prefix = GUIDES[stage].rule_prefix
+    return [(rule, text) for rule, text in RULES.items() if rule.startswith(prefix)]
+
+
+def reason_codes(stage: str, guide: StageGuide | None = None) -> list[tuple[str, str]]:
+    """(code, description) pairs a reviewer may cite for `stage`, human judgements first, OTHER last."""
+    human = [(code, text) for _, code, text in human_codes(stage, guide)]
+    return human[:-1] + rule_codes(stage) + human[-1:]
 
 
 def reason_code_set(stage: str) -> frozenset[str]:
