@@ -189,3 +189,55 @@ def test_adjudicator_sees_both_annotators_flags_on_one_drawing(browser, live_ser
     j.locator("#flag-compare").scroll_into_view_if_needed()
     shot(j, "adjudicate-flags")
     connections.close_all()
+
+
+def test_explorer_filters_and_bulk_actions(browser, live_server, annotator_a, annotator_b, adjudicator):  # noqa: F811
+    build_lineage(conversations=1)
+    build_lineage(conversations=1, seed=1)
+    services.items_sync()
+    first, second = ReviewItem.objects.filter(stage=ReviewStage.FLOWGRAPH).order_by("id")
+    for user, verdict in ((annotator_a, "reject"), (annotator_b, "accept")):
+        services.review_claim_next(annotator=user, stage=ReviewStage.FLOWGRAPH)
+        flag_services.review_submit_flagged(annotator=user, item_id=first.pk, verdict=verdict,
+                                            reason_codes=["FG-UNFAITHFUL"] if verdict == "reject" else [])
+
+    # From the agreement page to the filtered list of disagreements.
+    j = login(browser, live_server, adjudicator.username)
+    j.goto(f"{live_server.url}/curation/agreement/")
+    j.click("#disagreements-flowgraph")
+    j.wait_for_selector("#explore-table")
+    assert "split=yes" in j.url
+    assert j.locator("#explore-table tbody tr").count() == 1
+    # Filters go into the URL.
+    j.goto(f"{live_server.url}/curation/explore/flowgraph/")
+    j.select_option('select[name="state"]', "open")
+    j.select_option('select[name="sort"]', "-id")
+    with j.expect_navigation():
+        j.click("#apply-filters")
+    assert "state=open" in j.url and "sort=-id" in j.url
+    assert j.locator("#explore-table tbody tr").count() == 1
+    assert j.locator("#explore-table tbody tr").get_attribute("data-item") == str(second.pk)
+    shot(j, "explore-flowgraph")
+    # Bulk: tick all, set three reviews needed; then exclude.
+    j.check("#tick-all")
+    j.fill("#bulk-required-n", "3")
+    with j.expect_navigation():
+        j.click("#bulk-required")
+    assert "1 item(s) changed" in j.content() and "state=open" in j.url
+    second.refresh_from_db()
+    assert second.required_reviews == 3
+    j.check("#tick-all")
+    with j.expect_navigation():
+        j.click("#bulk-exclude")
+    second.refresh_from_db()
+    assert second.excluded
+
+    # The annotator sees their own verdict, read-only, and no bulk actions.
+    a = login(browser, live_server, annotator_a.username)
+    a.goto(f"{live_server.url}/curation/explore/flowgraph/")
+    assert a.locator("#explore-table tbody tr").count() == 1 and a.locator("#bulk-actions").count() == 0
+    shot(a, "explore-annotator")
+    with a.expect_navigation():
+        a.click("#explore-table a")
+    assert a.locator("#own-verdict").count() == 1 and a.locator("#review-form").count() == 0
+    connections.close_all()
