@@ -43,6 +43,11 @@ class Flag(models.Model):
         return f"{self.kind} {self.target}"
 
 
+def flags_text(flags) -> str:
+    """One cell of the verdict CSV: `kind target: REASON (comment)` joined by ' | '."""
+    return " | ".join(f"{f.kind} {f.target}: {f.reason}" + (f" ({f.comment})" if f.comment else "") for f in flags)
+
+
 class ReviewMeta(models.Model):
     """What a review was made under: time spent on the item and the guideline version shown."""
 

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from curation import services
-from curation.annotation_models import Flag, FlagKind, ReviewMeta
+from curation.annotation_models import Flag, FlagKind, ReviewMeta, flags_text  # noqa: F401
 from curation.guidelines import OTHER, current_guide, reason_code_set
 from curation.lineage import artifact_for
 from curation.models import Claim, Review, ReviewItem, ReviewStage, Verdict
@@ -155,11 +155,6 @@ def flags_of(reviews) -> dict[int, list[Flag]]:
     for f in Flag.objects.filter(review__in=list(reviews)).order_by("id"):
         by_review[f.review_id].append(f)
     return by_review
-
-
-def flags_text(flags: list[Flag]) -> str:
-    """One cell of the verdict CSV: `kind target: REASON (comment)` joined by ' | '."""
-    return " | ".join(f"{f.kind} {f.target}: {f.reason}" + (f" ({f.comment})" if f.comment else "") for f in flags)
 
 
 def combined(reviews: list[Review], labels: list[str]) -> dict[str, Any]:

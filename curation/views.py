@@ -214,7 +214,7 @@ def agreement_csv(request: HttpRequest) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="verdicts-{stage or "all"}.csv"'
     fields = ["item_id", "stage", "object_id", "annotator", "verdict", "reason_codes", "comment",
-              "reviewed_at", "item_state", "final_decision"]
+              "reviewed_at", "item_state", "final_decision", "flags"]
     writer = csv.DictWriter(response, fieldnames=fields)
     writer.writeheader()
     for row in rows:
@@ -225,8 +225,10 @@ def agreement_csv(request: HttpRequest) -> HttpResponse:
 @require_GET
 @role_required(ADJUDICATOR)
 def progress(request: HttpRequest) -> HttpResponse:
+    from curation.progress_extra import progress_extras  # issue #16: pace and gold accuracy
+
     return render(request, "curation/progress.html", {
-        "funnel": services.stage_funnel(), "progress": services.annotator_progress(),
+        "funnel": services.stage_funnel(), "progress": services.annotator_progress(), **progress_extras(),
     })
 
 
