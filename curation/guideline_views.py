@@ -7,7 +7,7 @@ from django.shortcuts import redirect, render
 
 from almita_web.roles import ADMIN, role_required
 from curation.annotation_models import GuidelineVersion
-from curation.guidelines import GuidelineError, current_guide, guideline_save, rule_codes
+from curation.guidelines import GuidelineError, current_guide, guideline_save, reason_codes, rule_codes
 from curation.models import ReviewStage
 
 
@@ -31,6 +31,6 @@ def guidelines_edit(request: HttpRequest, stage: str) -> HttpResponse:
             return redirect("curation:guidelines", stage=stage)
     return render(request, "curation/guidelines_edit.html", {
         "stage": stage, "stages": ReviewStage.choices, "values": values, "version": version, "guide": guide,
-        "rule_codes": rule_codes(stage),
+        "rule_codes": rule_codes(stage), "all_codes": reason_codes(stage, guide),
         "history": GuidelineVersion.objects.filter(stage=stage).select_related("created_by").order_by("-version")[:50],
     }, status=400 if request.method == "POST" else 200)

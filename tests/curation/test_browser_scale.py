@@ -188,6 +188,8 @@ def test_adjudicator_sees_both_annotators_flags_on_one_drawing(browser, live_ser
     assert "hl" in j.get_attribute('g.node[data-id="N4"]', "class")
     j.locator("#flag-compare").scroll_into_view_if_needed()
     shot(j, "adjudicate-flags")
+    j.locator("figure.graph.primary").scroll_into_view_if_needed()
+    shot(j, "adjudicate-drawing")
     connections.close_all()
 
 
@@ -240,4 +242,84 @@ def test_explorer_filters_and_bulk_actions(browser, live_server, annotator_a, an
     with a.expect_navigation():
         a.click("#explore-table a")
     assert a.locator("#own-verdict").count() == 1 and a.locator("#review-form").count() == 0
+    connections.close_all()
+
+
+def _accept(item, *users):
+    for user in users:
+        assert services.review_claim_next(annotator=user, stage=item.stage).pk == item.pk
+        flag_services.review_submit_flagged(annotator=user, item_id=item.pk, verdict="accept")
+
+
+def test_gold_seeding_and_accuracy(browser, live_server, annotator_a, annotator_b, annotator_c, admin_user):  # noqa: F811
+    from curation.annotation_models import GoldItem
+
+    for i in range(3):
+        build_lineage(conversations=1, seed=i)
+    services.items_sync()
+    source = ReviewItem.objects.filter(stage=ReviewStage.FLOWGRAPH).order_by("id").first()
+    _accept(source, annotator_a, annotator_b)
+
+    admin = login(browser, live_server, admin_user.username)
+    admin.goto(f"{live_server.url}/curation/gold/")
+    admin.select_option('#gold-seed-form select[name="stage"]', "flowgraph")
+    admin.fill('#gold-seed-form input[name="rate"]', "25")
+    with admin.expect_navigation():
+        admin.click("#gold-seed")
+    assert "Seeded 1 known-bad copy" in admin.content()
+    seeded = GoldItem.objects.get()
+    assert seeded.item.stage == ReviewStage.FLOWGRAPH and seeded.source_id == source.pk
+
+    # The annotator works through the queue; the seeded copy looks like any other item.
+    c = login(browser, live_server, annotator_c.username)
+    open_next(c, live_server, "flowgraph")
+    seen = []
+    while "/curation/items/" in c.url:
+        seen.append(int(c.url.rstrip("/").rsplit("/", 1)[1]))
+        html = c.content().lower()
+        assert "gold" not in html and "seeded" not in html and "known-bad" not in html
+        with c.expect_navigation():
+            c.keyboard.press("a")
+    assert seeded.item_id in seen and len(seen) == 3
+
+    admin.goto(f"{live_server.url}/curation/progress/")
+    row = admin.locator("#gold-accuracy tbody tr", has_text="annotator_c")
+    assert row.count() == 1
+    cells = row.locator("td").all_inner_texts()
+    assert cells[1:4] == ["1", "0", "0 %"] and cells[4] == "0.00 – 0.79"
+    assert admin.locator("#pace tbody tr", has_text="annotator_c").count() == 1
+    admin.locator("#pace").scroll_into_view_if_needed()
+    shot(admin, "progress-pace-gold")
+    admin.goto(f"{live_server.url}/curation/gold/")
+    assert "✗" in admin.locator("#gold-items").inner_text()
+    shot(admin, "gold")
+    connections.close_all()
+
+
+def test_pages_at_1400px_login_guidelines_release(browser, live_server, annotator_a, annotator_b, admin_user):  # noqa: F811
+    from curation.releases import release_create
+
+    page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    page.goto(f"{live_server.url}/login/")
+    assert "tool-using customer-support agents" in page.locator("#about").inner_text()
+    assert page.evaluate("document.querySelector('link[rel=icon]').href").endswith("favicon.svg")
+    shot(page, "login")
+
+    lin = build_lineage(conversations=2)
+    services.items_sync()
+    for conv in lin.conversations:
+        _accept(ReviewItem.objects.get(stage=ReviewStage.CONVERSATION, object_id=conv.pk), annotator_a, annotator_b)
+    release = release_create(name="demo", created_by=admin_user)
+    admin = login(browser, live_server, admin_user.username)
+    admin.goto(f"{live_server.url}/datasets/{release.pk}/")
+    assert admin.locator("#release-preview tbody tr").count() == min(10, len(lin.tests))
+    assert admin.locator("#dataset-card h1, #dataset-card h2").count() >= 1
+    admin.locator("#release-preview").scroll_into_view_if_needed()
+    shot(admin, "release-preview")
+    admin.goto(f"{live_server.url}/curation/guidelines/flowgraph/")
+    admin.fill('textarea[name="codes"]', "FG-MISSING-STEP: A step of the procedure is missing.")
+    with admin.expect_navigation():
+        admin.click("#save-guidelines")
+    assert "Saved version 2" in admin.content()
+    shot(admin, "guidelines")
     connections.close_all()
