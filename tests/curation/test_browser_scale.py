@@ -40,7 +40,7 @@ def shot(page, name: str) -> None:
 
 def open_next(page, live_server, stage: str):
     page.goto(f"{live_server.url}/curation/queue/")
-    page.click(f"#next-{stage.replace('_', '-')}")
+    page.click(f"#next-{stage}")
     page.wait_for_selector("#review-form")
 
 
@@ -322,4 +322,28 @@ def test_pages_at_1400px_login_guidelines_release(browser, live_server, annotato
         admin.click("#save-guidelines")
     assert "Saved version 2" in admin.content()
     shot(admin, "guidelines")
+    connections.close_all()
+
+
+def test_procedure_and_conversation_graph_pages_at_1400px(browser, live_server, annotator_a):  # noqa: F811
+    build_lineage(conversations=1)
+    services.items_sync()
+    a = login(browser, live_server, annotator_a.username)
+    open_next(a, live_server, "conversation_graph")
+    fig = a.locator("figure.graph.primary")
+    assert fig.bounding_box()["width"] >= 690 and a.locator("#verdict-panel").bounding_box()["y"] < 400
+    # The flowgraph is folded away; opening it fits its drawing.
+    assert a.locator("details.secondary-graph").get_attribute("open") is None
+    # Clicking an edge lights it and its two ends.
+    edge = a.locator("figure.graph.primary g.edge[data-id]").first
+    source, target = edge.get_attribute("data-source"), edge.get_attribute("data-target")
+    edge.locator("path").first.dispatch_event("click")
+    assert "hl" in edge.get_attribute("class")
+    for node in (source, target):
+        assert "hl" in a.get_attribute(f'figure.graph.primary g.node[data-id="{node}"]', "class")
+    shot(a, "review-conversation-graph")
+    open_next(a, live_server, "procedure")
+    assert a.locator("#procedure .markdown ol li").count() >= 3  # Markdown rendered, not a raw text box
+    assert a.locator("#verdict-panel").bounding_box()["y"] < 400
+    shot(a, "review-procedure")
     connections.close_all()
