@@ -109,3 +109,18 @@ def test_bulk_actions_by_role(client, world, annotator_a, adjudicator, outsider)
     assert AuditEvent.objects.filter(item=fg1, after__bulk="requeue").exists()
     resp = client.post(url, {"action": "required", "required": "99", "items": [fg2.pk]}, follow=True)
     assert "between 1 and 10" in resp.content.decode()
+
+
+def test_conversation_text_and_noise_filters(client, adjudicator):
+    lin = build_lineage(conversations=2)
+    first, second = lin.conversations
+    first.messages = first.messages + [{"role": "user", "content": "Zebra crossing, ünïcode"}]
+    first.save()
+    second.noise_kinds = ["off_topic"]
+    second.save()
+    services.items_sync()
+    items = {c.pk: ReviewItem.objects.get(stage=ReviewStage.CONVERSATION, object_id=c.pk).pk for c in (first, second)}
+    client.login(username=adjudicator.username, password=PASSWORD)
+    assert _ids(client, "conversation", q="zebra CROSSING") == [items[first.pk]]
+    assert _ids(client, "conversation", noise="off_topic") == [items[second.pk]]
+    assert _ids(client, "conversation", noise="off") == []
