@@ -112,6 +112,8 @@ def _copy_artifact(source_item: ReviewItem, rng: random.Random, kind: str | None
     copy.id = None
     copy._state.adding = True
     copy.key = ""
+    # Not the job's output: kept out of per-job yield, cost and analytics.
+    copy.job = None
     copy.status = CurationStatus.PENDING
     if source_item.stage == ReviewStage.CONVERSATION:
         names = list(src.procedure.apis.values_list("name", flat=True))

@@ -82,6 +82,7 @@ def test_annotators_see_only_their_own_verdicts(client, world, annotator_a):
     # Their review opens read-only.
     review = client.get(reverse("curation:review", args=[world["fg1"].pk])).content.decode()
     assert 'id="own-verdict"' in review and 'id="review-form"' not in review
+    assert 'id="own-flags"' in review and '<script id="flag-marks" type="application/json">{"node": {"N2": "a"}' in review
     # Filtering by someone else's name does not reveal their items.
     assert _ids(client, annotator="annotator_b") == [world["fg1"].pk]
 

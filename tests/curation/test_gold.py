@@ -68,7 +68,7 @@ def test_seeding_at_a_rate_and_accuracy_with_an_interval(annotator_a, annotator_
     assert seeded.origin == GoldOrigin.SEEDED and seeded.expected == Verdict.REJECT and seeded.source == accepted
     copy = Flowgraph.objects.get(pk=seeded.item.object_id)
     assert copy.procedure_id == lins[0].procedure.pk and copy.data != lins[0].flowgraph.data
-    assert copy.key == "" and copy.status == "pending"
+    assert copy.key == "" and copy.status == "pending" and copy.job_id is None
     assert gold.gold_seed(actor=admin_user, stage=ReviewStage.FLOWGRAPH, rate=0.25) == []  # rate reached
     # a catches the fault, b misses it (each holds a claim on the seeded item, as the queue gives).
     for user, verdict in ((annotator_a, "reject"), (annotator_b, "accept")):
