@@ -68,3 +68,5 @@ class ReleaseTestAdmin(RoleModelAdmin):
 class ReleaseRecordAdmin(RoleModelAdmin):
     list_display = ("release", "kind", "object_id")
     list_filter = ("release", "kind")
+
+from curation import annotation_admin  # noqa: E402,F401  (issue #16 models)

@@ -11,20 +11,27 @@ from rest_framework.reverse import reverse
 
 from almita_web.api.common import FilterMixin, Pagination, filter_parameters, role_permission
 from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, has_role
-from curation.models import Release, ReleaseKind, Review, ReviewStage
+from curation.models import Flag, Release, ReleaseKind, Review, ReviewStage
 from curation.release_views import DOWNLOADS, stream_release_file
 from curation.releases import LICENCES, ReleaseError, release_create
+
+
+class FlagSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Flag
+        fields = ["kind", "target", "reason", "comment"]
 
 
 class ReviewSerializer(serializers.ModelSerializer):
     stage = serializers.CharField(source="item.stage", read_only=True)
     object_id = serializers.IntegerField(source="item.object_id", read_only=True)
     annotator = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    flags = FlagSerializer(many=True, read_only=True)  # issue #16
 
     class Meta:
         model = Review
         fields = ["id", "item", "stage", "object_id", "annotator", "verdict", "reason_codes", "comment",
-                  "created_at", "updated_at"]
+                  "flags", "created_at", "updated_at"]
 
 
 REVIEW_FILTERS = {"stage": ("item__stage", "str"), "verdict": ("verdict", "str"), "item": ("item_id", "int")}
@@ -40,7 +47,7 @@ class ReviewViewSet(FilterMixin, viewsets.ReadOnlyModelViewSet):
     filters = REVIEW_FILTERS
 
     def get_queryset(self):
-        qs = Review.objects.select_related("item", "annotator").order_by("id")
+        qs = Review.objects.select_related("item", "annotator").prefetch_related("flags").order_by("id")
         if getattr(self, "swagger_fake_view", False):  # schema generation has no caller
             return qs.none()
         if has_role(self.request.user, ADMIN):

@@ -10,6 +10,8 @@ class ReviewForm(forms.Form):
     verdict = forms.ChoiceField(choices=Verdict.choices, widget=forms.RadioSelect)
     reason_codes = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
     comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}), max_length=5000)
+    # Flags on nodes, edges and turns as JSON (checked by curation.flags.clean_flags).
+    flags = forms.CharField(required=False, max_length=400_000)
 
     def __init__(self, *args, stage: str, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -18,7 +20,8 @@ class ReviewForm(forms.Form):
     def clean(self) -> dict:
         data = super().clean()
         codes = data.get("reason_codes") or []
-        if data.get("verdict") == Verdict.REJECT and not codes:
+        has_flags = (data.get("flags") or "").strip() not in ("", "[]")
+        if data.get("verdict") == Verdict.REJECT and not codes and not has_flags:
             self.add_error("reason_codes", "A rejection needs at least one reason.")
         if OTHER in codes and not (data.get("comment") or "").strip():
             self.add_error("comment", "Reason OTHER needs a comment saying what is wrong.")

@@ -91,13 +91,53 @@ GUIDES: dict[str, StageGuide] = {
 }
 
 
-def reason_codes(stage: str) -> list[tuple[str, str]]:
-    """(code, description) pairs a reviewer may cite for `stage`, human judgements first."""
-    guide = GUIDES[stage]
-    codes = list(guide.human_codes)
-    codes += [(rule, text) for rule, text in RULES.items() if rule.startswith(guide.rule_prefix)]
-    codes.append((OTHER, "Another problem: describe it in the comment."))
-    return codes
+BUILT_IN_VERSION = 1
+KEYS = "1234567890"
+
+
+def current_guide(stage: str) -> tuple[StageGuide, int]:
+    """The stage's guide as last saved by an admin (curation.GuidelineVersion), else the built-in one.
+
+    The built-in text counts as version 1; every saved edit takes the next number.
+    """
+    from django.core.cache import cache
+
+    from curation.annotation_models import GuidelineVersion
+
+    # In the shared cache (cleared by guideline_save): every review page reads it several times.
+    key = f"curation:guide:{stage}"
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    row = GuidelineVersion.objects.filter(stage=stage).order_by("-version").first()
+    base = GUIDES[stage]
+    if row is None:
+        out = (base, BUILT_IN_VERSION)
+    else:
+        codes = tuple((str(c), str(t)) for c, t in row.human_codes)
+        out = (StageGuide(summary=row.summary, checks=tuple(str(c) for c in row.checks),
+                          rule_prefix=base.rule_prefix, human_codes=codes), row.version)
+    cache.set(key, out, 3600)
+    return out
+
+
+def human_codes(stage: str, guide: StageGuide | None = None) -> list[tuple[str, str, str]]:
+    """(key, code, description): the checkboxes a reviewer ticks, OTHER last, each with a key."""
+    guide = guide or current_guide(stage)[0]
+    codes = [c for c in guide.human_codes if c[0] != OTHER] + [(OTHER, "Another problem: describe it in the comment.")]
+    return [(KEYS[i] if i < len(KEYS) else "", code, text) for i, (code, text) in enumerate(codes)]
+
+
+def rule_codes(stage: str) -> list[tuple[str, str]]:
+    """Validator rule ids of the stage: the automatic checks' codes, still valid as reasons."""
+    prefix = GUIDES[stage].rule_prefix
+    return [(rule, text) for rule, text in RULES.items() if rule.startswith(prefix)]
+
+
+def reason_codes(stage: str, guide: StageGuide | None = None) -> list[tuple[str, str]]:
+    """(code, description) pairs a reviewer may cite for `stage`, human judgements first, OTHER last."""
+    human = [(code, text) for _, code, text in human_codes(stage, guide)]
+    return human[:-1] + rule_codes(stage) + human[-1:]
 
 
 def reason_code_set(stage: str) -> frozenset[str]:
@@ -110,3 +150,61 @@ SKIP_REASONS: tuple[tuple[str, str], ...] = (
     ("broken", "The item does not display correctly"),
     ("conflict", "Conflict of interest (I wrote or imported it)"),
 )
+
+
+class GuidelineError(ValueError):
+    """An edit of the guidelines that cannot be saved; the message names the line."""
+
+
+_CODE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+
+
+def parse_codes(text: str, stage: str) -> list[tuple[str, str]]:
+    """`CODE: description` per line → [(code, description)]; raises GuidelineError naming the line."""
+    out: list[tuple[str, str]] = []
+    rules = {code for code, _ in rule_codes(stage)}
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        code, sep, desc = line.partition(":")
+        code, desc = code.strip(), desc.strip()
+        if not sep or not code or not desc:
+            raise GuidelineError(f"Reason codes, line {n}: write CODE: description.")
+        if not (2 <= len(code) <= 40) or set(code) - _CODE_CHARS:
+            raise GuidelineError(f"Reason codes, line {n}: {code[:40]!r} must be 2–40 capital letters, digits or dashes.")
+        if code == OTHER or code in rules:
+            raise GuidelineError(f"Reason codes, line {n}: {code} is reserved (OTHER or a validator rule id).")
+        if code in dict(out):
+            raise GuidelineError(f"Reason codes, line {n}: {code} appears twice.")
+        out.append((code, desc[:300]))
+    if not out:
+        raise GuidelineError("Give at least one human-judgement reason code.")
+    if len(out) > len(KEYS) - 1:
+        raise GuidelineError(f"At most {len(KEYS) - 1} human-judgement codes (each needs a key; OTHER takes the last).")
+    return out
+
+
+def guideline_save(*, actor, stage: str, summary: str, checks: str, codes: str):
+    """Save a new version of `stage`'s guidelines; reviews made from now on record its number."""
+    from django.core.cache import cache
+    from django.db import transaction
+    from django.db.models import Max
+
+    from curation.annotation_models import GuidelineVersion
+
+    if stage not in GUIDES:
+        raise GuidelineError("Unknown stage.")
+    summary = summary.strip()
+    if not summary:
+        raise GuidelineError("The summary cannot be empty.")
+    check_list = [c.strip() for c in checks.splitlines() if c.strip()]
+    human = parse_codes(codes, stage)
+    with transaction.atomic():
+        # Lock the stage's versions so two saves never take the same number.
+        list(GuidelineVersion.objects.select_for_update().filter(stage=stage).values_list("pk", flat=True))
+        last = GuidelineVersion.objects.filter(stage=stage).aggregate(m=Max("version"))["m"] or BUILT_IN_VERSION
+        row = GuidelineVersion.objects.create(stage=stage, version=last + 1, summary=summary[:10000],
+                                              checks=check_list[:50], human_codes=[list(c) for c in human],
+                                              created_by=actor)
+    cache.delete(f"curation:guide:{stage}")
+    return row

@@ -240,3 +240,14 @@ class ReleaseRecord(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["release", "kind", "object_id"], name="releaserecord_unique"),
         ]
+
+
+# Issue #16's rows live in their own module; importing it here registers them with the app.
+from curation.annotation_models import (  # noqa: E402,F401
+    Flag,
+    FlagKind,
+    GoldItem,
+    GoldOrigin,
+    GuidelineVersion,
+    ReviewMeta,
+)

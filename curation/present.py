@@ -14,9 +14,10 @@ from typing import Any
 
 from django.core.cache import cache
 from django.template.loader import render_to_string
+from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from curation.guidelines import GUIDES, reason_codes
+from curation.guidelines import current_guide, human_codes, reason_codes, rule_codes
 from curation.lineage import artifact_for
 from curation.models import ReviewItem, ReviewStage
 from generation.models import Api, ConversationGraph, Flowgraph, Procedure
@@ -25,9 +26,16 @@ from generation.pipeline.render import GraphvizMissing, scope_svg_ids, to_svg
 
 
 def _render(data: dict, highlight: list | None = None) -> tuple[str, str]:
-    """(svg, error) for a graph stored as graph_to_json data."""
+    """(svg, error) for a graph stored as graph_to_json data.
+
+    The root element carries ``data-nodes``: the node ids in the renderer's order (Graphviz names
+    node i ``n<i>``), so the page script maps a drawn node back to its id; escaped as an attribute.
+    """
     try:
-        return to_svg(graph_from_json(data), highlight_path=highlight), ""
+        g = graph_from_json(data)
+        svg = to_svg(g, highlight_path=highlight)
+        names = escape(json.dumps([str(n) for n in g.nodes]))
+        return svg.replace("<svg", f'<svg data-nodes="{names}"', 1), ""
     except GraphvizMissing as exc:
         return "", str(exc)
     except GraphFormatError as exc:
@@ -37,7 +45,7 @@ def _render(data: dict, highlight: list | None = None) -> tuple[str, str]:
 
 
 def cached_svg(row: Flowgraph | ConversationGraph) -> dict[str, Any]:
-    if not row.svg:
+    if not row.svg or "data-nodes=" not in row.svg[:400]:  # drawn before the node map was added
         svg, error = _render(row.data)
         if error:
             return {"svg": "", "error": error}
@@ -51,7 +59,7 @@ def highlighted_svg(cg: ConversationGraph, path_nodes: list, conversation_id: in
     # The cache outlives the database (a file cache shared by all processes): the row's creation
     # time and the path itself are in the key, so a reused primary key never finds an old drawing.
     path_digest = hashlib.sha256(json.dumps([str(n) for n in path_nodes]).encode()).hexdigest()[:16]
-    key = f"curation:svg:cg{cg.pk}:{cg.created_at.timestamp():.6f}:cv{conversation_id}:{path_digest}"
+    key = f"curation:svg2:cg{cg.pk}:{cg.created_at.timestamp():.6f}:cv{conversation_id}:{path_digest}"
     svg = cache.get(key)
     if svg is None:
         svg, error = _render(cg.data, highlight=list(path_nodes))
@@ -61,16 +69,34 @@ def highlighted_svg(cg: ConversationGraph, path_nodes: list, conversation_id: in
     return {"svg": mark_safe(scope_svg_ids(svg, f"cg{cg.pk}c{conversation_id}-")), "error": ""}
 
 
-@functools.cache
-def stage_fragments(stage: str, can_review: bool) -> dict[str, str]:
-    """The review page's parts that depend on the stage alone: its guidelines and reason codes.
+def stage_fragments(stage: str, can_review: bool) -> dict[str, Any]:
+    """The review page's parts that depend on the stage and its guideline version alone."""
+    guide, version = current_guide(stage)
+    return {**_fragments(stage, can_review, version, guide), "guideline_version": version}
 
-    They come from constants (curation.guidelines), so each process renders them once (autoescaped
-    as ever); they were half the review page's template time.
-    """
-    ctx = {"guide": GUIDES[stage], "reason_codes": reason_codes(stage), "can_review": can_review}
+
+@functools.lru_cache(maxsize=64)
+def _fragments(stage: str, can_review: bool, version: int, guide) -> dict[str, str]:
+    # Rendered once per process and guideline version (autoescaped as ever; guideline Markdown
+    # is sanitised): they were half the review page's template time.
+    ctx = {"guide": guide, "version": version, "reason_codes": reason_codes(stage, guide),
+           "human_codes": human_codes(stage, guide), "rule_codes": rule_codes(stage), "can_review": can_review}
     return {"guidelines": render_to_string("curation/_guidelines.html", ctx),
             "reason_fields": render_to_string("curation/_reason_fields.html", ctx)}
+
+
+def _turns(messages: list, cg_data: dict | None, path_nodes: list) -> list[dict[str, Any]]:
+    from curation.flags import align_turns
+
+    types: dict[str, str] = {}
+    if cg_data:
+        try:
+            types = {str(n): d.get("type", "") for n, d in graph_from_json(cg_data).nodes(data=True)}
+        except GraphFormatError:
+            types = {}
+    nodes = align_turns(messages, path_nodes, types) if types else [None] * len(messages)
+    return [{"index": i, "role": m.get("role", ""), "content": m.get("content", ""), "node": nodes[i] or ""}
+            for i, m in enumerate(messages) if isinstance(m, dict)]
 
 
 def _apis(procedure: Procedure) -> list[Api]:
@@ -82,7 +108,8 @@ def _apis(procedure: Procedure) -> list[Api]:
 def item_context(item: ReviewItem) -> dict[str, Any]:
     artifact = artifact_for(item)
     ctx: dict[str, Any] = {
-        "item": item, "artifact": artifact, "guide": GUIDES[item.stage],
+        "item": item, "artifact": artifact, "guide": current_guide(item.stage)[0],
+        "guideline_version": current_guide(item.stage)[1],
         "reason_codes": reason_codes(item.stage), "graphs": [], "procedure": None, "apis": [],
         "turns": [], "warnings": list(getattr(artifact, "validation", None) or []),
     }
@@ -95,19 +122,21 @@ def item_context(item: ReviewItem) -> dict[str, Any]:
                                 if isinstance(w, dict)]
     elif item.stage == ReviewStage.FLOWGRAPH:
         procedure = artifact.procedure
-        ctx["graphs"].append({"title": "Flowgraph", **cached_svg(artifact)})
+        ctx["graphs"].append({"title": "Flowgraph", **cached_svg(artifact), "flaggable": True})
     elif item.stage == ReviewStage.CONVERSATION_GRAPH:
         procedure = artifact.flowgraph.procedure
-        ctx["graphs"].append({"title": "Conversation graph", **cached_svg(artifact)})
+        ctx["graphs"].append({"title": "Conversation graph", **cached_svg(artifact), "flaggable": True})
         ctx["graphs"].append({"title": "Its flowgraph", **cached_svg(artifact.flowgraph), "secondary": True})
     else:
         procedure = artifact.procedure
-        ctx["turns"] = artifact.messages
+        cg_data, path_nodes = None, []
         if artifact.path_id:
             cg = artifact.path.conversation_graph
+            cg_data, path_nodes = cg.data, list(artifact.path.node_ids)
             ctx["path"] = artifact.path
             ctx["graphs"].append({"title": "Conversation graph, this conversation's path highlighted",
-                                  **highlighted_svg(cg, artifact.path.node_ids, artifact.pk)})
+                                  **highlighted_svg(cg, artifact.path.node_ids, artifact.pk), "flaggable": True})
+        ctx["turns"] = _turns(artifact.messages or [], cg_data, path_nodes)
     ctx["procedure"] = procedure
     ctx["apis"] = _apis(procedure)
     return ctx

@@ -21,6 +21,7 @@ from django.utils import timezone
 import webhooks
 from almita_web.bounds import json_ids
 from curation.exports import CsvLineMaker
+from curation.gold import gold_tests_q
 from curation.models import Release, ReleaseKind, ReleaseRecord, ReleaseTest, ReviewStage
 from generation.imports import (
     api_row_to_dict, conversation_graph_record, conversation_record, flowgraph_record, intent_record,
@@ -89,6 +90,7 @@ def tests_for(kind: str, filters: dict[str, list]):
         qs = Test.objects.all()
     else:
         raise ReleaseError(f"unknown release kind {kind!r}")
+    qs = qs.exclude(gold_tests_q())  # issue #16: gold items (and what lies below them) never ship
     if filters.get("jobs"):
         qs = qs.filter(Q(job_id__in=filters["jobs"]) | Q(conversation__job_id__in=filters["jobs"]))
     if filters.get("intents"):

@@ -14,6 +14,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from curation.agreement import cohen_kappa, krippendorff_alpha_nominal, percent_agreement
+from curation.annotation_models import flags_text
 from curation.models import Claim, ItemState, Review, ReviewItem, ReviewStage, Skip, Verdict
 from curation.state import Effective, effective_q
 
@@ -93,7 +94,9 @@ def annotator_progress(*, annotator=None) -> list[dict[str, Any]]:
 
 def verdict_rows(*, stage: str | None = None) -> list[dict[str, Any]]:
     """One row per review of a complete item: the raw table behind the agreement figures."""
-    qs = Review.objects.filter(item__state__in=COMPLETE_STATES).select_related("item", "annotator")
+    # Gold items are checks on annotators, not data: left out of the verdict table (issue #16).
+    qs = Review.objects.filter(item__state__in=COMPLETE_STATES, item__gold__isnull=True).select_related(
+        "item", "annotator").prefetch_related("flags")
     if stage:
         qs = qs.filter(item__stage=stage)
     return [
@@ -103,6 +106,7 @@ def verdict_rows(*, stage: str | None = None) -> list[dict[str, Any]]:
             "reason_codes": " ".join(r.reason_codes or []), "comment": r.comment,
             "reviewed_at": r.created_at.isoformat(), "item_state": r.item.state,
             "final_decision": r.item.decision,
+            "flags": flags_text(r.flags.all()),  # issue #16
         }
         for r in qs.order_by("item_id", "id")
     ]
@@ -124,7 +128,7 @@ def agreement_for_stage(stage: str) -> dict[str, Any]:
     all reviews of every item. Per pair, all three use the items both annotators reviewed.
     """
     rows = list(
-        Review.objects.filter(item__stage=stage, item__state__in=COMPLETE_STATES)
+        Review.objects.filter(item__stage=stage, item__state__in=COMPLETE_STATES, item__gold__isnull=True)
         .order_by("item_id", "id").values_list("item_id", "annotator_id", "verdict")
     )
     by_item: dict[int, list[tuple[int, str]]] = defaultdict(list)

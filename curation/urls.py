@@ -1,6 +1,6 @@
 from django.urls import path
 
-from curation import views
+from curation import explorer_views, gold_views, guideline_views, views
 
 app_name = "curation"
 urlpatterns = [
@@ -16,4 +16,11 @@ urlpatterns = [
     path("agreement/verdicts.csv", views.agreement_csv, name="agreement_csv"),
     path("progress/", views.progress, name="progress"),
     path("audit/", views.audit, name="audit"),
+    # issue #16: data explorer
+    path("explore/<str:stage>/", explorer_views.explore, name="explore"),
+    path("explore/<str:stage>/bulk/", explorer_views.bulk, name="explore_bulk"),
+    path("guidelines/<str:stage>/", guideline_views.guidelines_edit, name="guidelines"),
+    path("gold/", gold_views.gold_page, name="gold"),
+    path("gold/mark/", gold_views.gold_mark, name="gold_mark"),
+    path("gold/seed/", gold_views.gold_seed, name="gold_seed"),
 ]

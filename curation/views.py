@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, has_role, role_required
+from curation import flags as flag_services
 from curation import services
 from curation.exports import spreadsheet_safe
 from curation.forms import ResolveForm, ReviewForm, SkipForm
@@ -88,6 +89,7 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
         services.reviews_visible_to(request.user).filter(item=item).exclude(annotator=request.user)
         .select_related("annotator"),
     })
+    ctx.update(flag_services.review_page_extras(item, ctx, own))  # issue #16: flag panel
     return render(request, "curation/review.html", ctx)
 
 
@@ -102,8 +104,11 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
                 messages.error(request, error)
         return redirect("curation:review", pk=pk)
     try:
-        services.review_submit(annotator=request.user, item_id=pk, verdict=form.cleaned_data["verdict"],
-                               reason_codes=form.cleaned_data["reason_codes"], comment=form.cleaned_data["comment"])
+        # issue #16: the verdict with its flags, time spent and guideline version
+        flag_services.review_submit_flagged(
+            annotator=request.user, item_id=pk, verdict=form.cleaned_data["verdict"],
+            reason_codes=form.cleaned_data["reason_codes"], comment=form.cleaned_data["comment"],
+            flags=form.cleaned_data.get("flags"))
     except services.CurationError as exc:
         messages.error(request, str(exc))
         return redirect("curation:queue")
@@ -187,6 +192,7 @@ def adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
         "cascade": services.descendant_statuses(item),
         "history": item.audit.select_related("actor").order_by("at", "id"),
     })
+    ctx["flags"] = flag_services.combined_for_page(list(ctx["reviews"]), ctx["show_names"])  # issue #16
     return render(request, "curation/adjudicate.html", ctx)
 
 
@@ -211,7 +217,7 @@ def agreement_csv(request: HttpRequest) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="verdicts-{stage or "all"}.csv"'
     fields = ["item_id", "stage", "object_id", "annotator", "verdict", "reason_codes", "comment",
-              "reviewed_at", "item_state", "final_decision"]
+              "reviewed_at", "item_state", "final_decision", "flags"]
     writer = csv.DictWriter(response, fieldnames=fields)
     writer.writeheader()
     for row in rows:
@@ -222,8 +228,10 @@ def agreement_csv(request: HttpRequest) -> HttpResponse:
 @require_GET
 @role_required(ADJUDICATOR, RESEARCHER)
 def progress(request: HttpRequest) -> HttpResponse:
+    from curation.progress_extra import progress_extras  # issue #16: pace and gold accuracy
+
     return render(request, "curation/progress.html", {
-        "funnel": services.stage_funnel(), "progress": services.annotator_progress(),
+        "funnel": services.stage_funnel(), "progress": services.annotator_progress(), **progress_extras(),
     })
 
 

@@ -1,4 +1,4 @@
-// Keyboard shortcuts for the review page: a accept, r reject, 1-9 toggle reasons, s skip,
+// Keyboard shortcuts for the review page: a accept, r reject, 1-9 and 0 toggle reasons, s skip,
 // u undo, ? help. Keys are ignored while typing in a text field.
 (function () {
   "use strict";
@@ -20,6 +20,10 @@
   function reasons() {
     return form ? Array.prototype.slice.call(form.querySelectorAll('input[name="reason_codes"]')) : [];
   }
+  function keyed(key) {
+    return form ? form.querySelector('input[name="reason_codes"][data-key="' + key + '"]') : null;
+  }
+  function flagCount() { return window.AlmitaFlags ? window.AlmitaFlags.count() : 0; }
   function toggleHelp() {
     if (!help) return;
     if (help.open) help.close(); else help.showModal();
@@ -29,7 +33,8 @@
     // Rejecting by mouse without a reason: say what is missing instead of a server round trip.
     form.addEventListener("submit", function (ev) {
       var submitter = ev.submitter;
-      if (submitter && submitter.value === "reject" && !reasons().some(function (c) { return c.checked; })) {
+      if (submitter && submitter.value === "reject" && !flagCount() &&
+          !reasons().some(function (c) { return c.checked; })) {
         ev.preventDefault();
         if (hint) hint.hidden = false;
         var first = reasons()[0];
@@ -51,8 +56,8 @@
     else if (key === "r" && form) { ev.preventDefault(); submitWith(form, "btn-reject"); }
     else if (key === "s") { ev.preventDefault(); submitWith(document.getElementById("skip-form"), "btn-skip"); }
     else if (key === "u") { ev.preventDefault(); submitWith(document.getElementById("undo-form"), "btn-undo"); }
-    else if (/^[1-9]$/.test(key) && form) {
-      var box = reasons()[parseInt(key, 10) - 1];
+    else if (/^[0-9]$/.test(key) && form) {
+      var box = keyed(key);
       if (box) { ev.preventDefault(); box.checked = !box.checked; if (hint && box.checked) hint.hidden = true; }
     }
   });

@@ -230,7 +230,7 @@ def test_conversation_is_shown_beside_its_graph_with_the_path_highlighted(client
     client.login(username=annotator_a.username, password=PASSWORD)
     resp = client.post(reverse("curation:claim_next", args=["conversation"]))
     page = client.get(resp["Location"]).content.decode()
-    assert 'class="item-body side-by-side"' in page and 'class="turns"' in page
+    assert 'class="item-body with-graph"' in page and 'class="turns"' in page
     # The turns are not mistaken for flash messages (base.html's `messages`).
     assert '<ul class="messages">' not in page
     svg = page[page.index("<svg"):page.index("</svg>")]

@@ -7,7 +7,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 pytestmark = pytest.mark.django_db
 
 # Pages anyone may open.
-PUBLIC = {"login", "healthz", "logout"}
+PUBLIC = {"login", "healthz", "logout", "favicon"}
 # Public by design: exchanges a username and password for an API token.
 PUBLIC_ROUTES = ("api/auth/token/",)
 # API routes answer 401/403 instead of redirecting; schema and docs still need a login.
