@@ -74,6 +74,11 @@ def _split_document(text: str, chart: MermaidChart) -> list[str]:
     """Blank out what is not chart (prose before it, fences, comments, directives, the notes)
     so that positions in what is left are positions in the file."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    first_text = next((i for i, ln in enumerate(lines) if ln.strip() and not ln.strip().startswith("```")), None)
+    if first_text is not None and lines[first_text].strip() == "---":  # YAML front matter (title, config)
+        close = next((i for i in range(first_text + 1, len(lines)) if lines[i].strip() == "---"), None)
+        if close is not None:
+            lines = [""] * (close + 1) + lines[close + 1:]
     header = next((i for i, ln in enumerate(lines) if _HEADER.match(ln)), None)
     first = header + 1 if header is not None else next(
         (i for i, ln in enumerate(lines) if _STATEMENT_START.match(ln)), len(lines))

@@ -86,6 +86,9 @@ def test_call_phrases(text, expected):
 
 REAL_WORLD = """Here is the flowchart for the pharmacy desk.
 ```mermaid
+---
+title: Pharmacy desk
+---
 graph LR
   %% states
   subgraph intake [Intake]
