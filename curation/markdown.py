@@ -30,7 +30,13 @@ def render_markdown(text: str | None) -> SafeString:
     """Sanitised HTML for `text`; empty input gives an empty string."""
     if not text:
         return mark_safe("")
-    html = _renderer().render(str(text))
-    clean = nh3.clean(html, tags=TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES,
-                      link_rel="noopener noreferrer nofollow")
-    return mark_safe(clean)  # noqa: S308 - sanitised by nh3 just above
+    return mark_safe(_render(str(text)))  # noqa: S308 - sanitised by nh3 in _render
+
+
+@lru_cache(maxsize=1024)
+def _render(text: str) -> str:
+    # Memoised: a procedure is shown on every review page of its lineage, and parsing plus
+    # sanitising cost several milliseconds a page.
+    html = _renderer().render(text)
+    return nh3.clean(html, tags=TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES,
+                     link_rel="noopener noreferrer nofollow")

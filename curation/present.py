@@ -88,14 +88,11 @@ def _fragments(stage: str, can_review: bool, version: int, guide) -> dict[str, s
 def _turns(messages: list, cg_data: dict | None, path_nodes: list) -> list[dict[str, Any]]:
     from curation.flags import align_turns
 
-    types: dict[str, str] = {}
-    if cg_data:
-        try:
-            types = {str(n): d.get("type", "") for n, d in graph_from_json(cg_data).nodes(data=True)}
-        except GraphFormatError:
-            types = {}
-    nodes = align_turns(messages, path_nodes, types) if types else [None] * len(messages)
-    return [{"index": i, "role": m.get("role", ""), "content": m.get("content", ""), "node": nodes[i] or ""}
+    # Node types straight from the stored JSON: building the networkx graph cost more than the page.
+    nodes = (cg_data or {}).get("nodes") if isinstance(cg_data, dict) else None
+    types = {str(n.get("id")): str(n.get("type", "")) for n in nodes or [] if isinstance(n, dict)}
+    aligned = align_turns(messages, path_nodes, types) if types else [None] * len(messages)
+    return [{"index": i, "role": m.get("role", ""), "content": m.get("content", ""), "node": aligned[i] or ""}
             for i, m in enumerate(messages) if isinstance(m, dict)]
 
 
@@ -107,10 +104,10 @@ def _apis(procedure: Procedure) -> list[Api]:
 
 def item_context(item: ReviewItem) -> dict[str, Any]:
     artifact = artifact_for(item)
+    guide, version = current_guide(item.stage)
     ctx: dict[str, Any] = {
-        "item": item, "artifact": artifact, "guide": current_guide(item.stage)[0],
-        "guideline_version": current_guide(item.stage)[1],
-        "reason_codes": reason_codes(item.stage), "graphs": [], "procedure": None, "apis": [],
+        "item": item, "artifact": artifact, "guide": guide, "guideline_version": version,
+        "reason_codes": reason_codes(item.stage, guide), "graphs": [], "procedure": None, "apis": [],
         "turns": [], "warnings": list(getattr(artifact, "validation", None) or []),
     }
     if artifact is None:

@@ -4,6 +4,7 @@ import pytest
 from django.core.cache import cache
 
 from almita_web.roles import ANNOTATOR
+from curation.guidelines import reset_guide_cache
 from curation.lineage import reset_sync_throttle
 from tests.conftest import make_user
 from tests.curation.factories import build_lineage
@@ -14,8 +15,10 @@ def _fresh_curation_state():
     # SQLite reuses primary keys after a rollback, so a cached SVG could belong to an older row.
     cache.clear()
     reset_sync_throttle()
+    reset_guide_cache()
     yield
     cache.clear()
+    reset_guide_cache()
 
 
 @pytest.fixture
