@@ -92,8 +92,9 @@ class DiscardAdmin(RoleModelAdmin):
 
 @admin.register(m.LLMCall, site=site)
 class LLMCallAdmin(RoleModelAdmin):
-    list_display = ("id", "job", "stage", "model", "template", "template_version", "outcome", "latency_ms")
-    list_filter = ("stage", "outcome", "model", "job")
+    list_display = ("id", "job", "stage", "key", "model", "template", "repair", "attempt", "outcome", "validated",
+                    "prompt_tokens", "tokens_estimated", "latency_ms")
+    list_filter = ("stage", "outcome", "validated", "tokens_estimated", "model", "job")
     search_fields = ("prompt_hash", "key")
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from celery import shared_task
+from celery import current_app, shared_task
 from celery.signals import worker_ready
 from django.db import OperationalError
 
@@ -26,7 +26,10 @@ def job_advance_task(job_id: int) -> None:
     Any other exception fails the job with the error instead of leaving it running.
     """
     try:
-        services.job_advance(job_id=job_id, publish=lambda stage, key: item_run_task.delay(job_id, stage, key))
+        # One producer for the whole fan-out instead of one taken from the pool per item.
+        with current_app.producer_or_acquire() as producer:
+            services.job_advance(job_id=job_id, publish=lambda stage, key: item_run_task.apply_async(
+                (job_id, stage, key), producer=producer))
     except OperationalError:
         raise
     except Exception as exc:  # noqa: BLE001 - recorded on the job, never left running

@@ -164,3 +164,15 @@ def job_paths(job):
     from generation.models import SampledPath
 
     return SampledPath.objects.filter(job=job)
+
+
+def test_a_procedure_without_numbered_steps_is_not_kept(settings, fake_openai):
+    """A 200 carrying JSON or graph text where A.2 asked for numbered steps is a finding, not a procedure."""
+    point_settings_at(settings, fake_openai, LLM_REPAIR_ATTEMPTS=1)
+    fake_openai.set_handler(never_passing(lambda body: Reply.wrong_shape(), StageScript(),
+                                          when=lambda body: "Name: renewal problem 0\n\nWrite procedure variant 1"
+                                          in "\n".join(m["content"] for m in body["messages"])))
+    job = run()
+    d = Discard.objects.get(job=job, stage="procedures")
+    assert d.reason == "procedure_no_steps" and "0 numbered steps" in d.detail
+    assert StageProgress.objects.get(job=job, stage="procedures").passed == 5
