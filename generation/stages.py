@@ -45,7 +45,7 @@ from generation.pipeline.formats import (
 )
 from generation.pipeline.noise import add_noise
 from generation.pipeline.realise import realise_conversation
-from generation.pipeline.sampling import sample_paths
+from generation.pipeline.sampling import sample
 from generation.pipeline.validate import (
     errors,
     validate_conversation,
@@ -425,6 +425,19 @@ def run_noise(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     return result
 
 
+def sampling_notes(result: ItemResult, drawn: Any, key: str) -> None:
+    """Say in the funnel when the sampler returned fewer paths than asked (the graph has fewer
+    distinct ones: one ``fewer_distinct_paths`` row per missing path) or more (the coverage
+    sampler's cover is larger than ``--paths``: one ``cover_needs_more_paths`` note row)."""
+    if len(drawn.paths) < drawn.requested:
+        for i in range(len(drawn.paths), drawn.requested):
+            result.generated += 1
+            result.discard(f"{key}:{i}", "fewer_distinct_paths", drawn.note)
+    elif len(drawn.paths) > drawn.requested:
+        result.discard(f"{key}:cover", "cover_needs_more_paths", drawn.note)
+        result.generated += 1
+
+
 def run_paths(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     cg = ConversationGraph.objects.get(pk=int(parent))
     m = int(ctx.config.get("paths") or 1)
@@ -432,7 +445,8 @@ def run_paths(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     seed = content_seed(ctx.seed, cg.data)
     result = ItemResult()
     try:
-        paths = sample_paths(graph_from_json(cg.data), m, sampler=sampler, seed=seed)
+        drawn = sample(graph_from_json(cg.data), m, sampler=sampler, seed=seed)
+        paths = drawn.paths
     except ValueError as exc:
         result.generated = m
         for i in range(m):
@@ -445,6 +459,7 @@ def run_paths(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
             "conversation_graph_id": cg.pk, "node_ids": [str(n) for n in path], "sampler": sampler,
             "seed": seed, "index": i, "origin": Origin.DERIVED,
         }))
+    sampling_notes(result, drawn, f"paths:{index}:{cg.pk}")  # i15: fewer or more than asked, said
     return result
 
 

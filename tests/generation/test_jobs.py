@@ -177,7 +177,10 @@ def test_demo_build_is_deterministic():
     two = services.demo_build(flowgraphs=[fg], paths=3, seed=1)
     assert one.status == two.status == "succeeded"
     msgs = lambda job: [c.messages for c in Conversation.objects.filter(job=job).order_by("key")]  # noqa: E731
-    assert msgs(one) == msgs(two) and len(msgs(one)) == 3
+    # The graph has only 2 distinct paths: both, and the funnel says why the third is missing.
+    assert msgs(one) == msgs(two) and len(msgs(one)) == 2
+    paths_row = next(r for r in services.job_funnel(one) if r["stage"] == "paths")
+    assert paths_row["reasons"] == {"fewer_distinct_paths": 1} and paths_row["passed"] == 2
     assert Test.objects.filter(job=one).count() == Test.objects.filter(job=two).count() > 0
 
 
