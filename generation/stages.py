@@ -439,6 +439,9 @@ def sampling_notes(result: ItemResult, drawn: Any, key: str) -> None:
 
 
 def run_paths(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
+    if ctx.config.get("gap_paths") is not None:  # i15: a gap-filling job writes its planned paths
+        from generation.gaps import run_gap_paths
+        return run_gap_paths(ctx, key, index, parent)
     cg = ConversationGraph.objects.get(pk=int(parent))
     m = int(ctx.config.get("paths") or 1)
     sampler = ctx.config.get("sampler") or "algorithm1"
