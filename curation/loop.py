@@ -64,3 +64,23 @@ def scope_report(*, release=None, job=None, graph=None) -> dict[str, Any]:
     label, graphs, rel = resolve_scope(release=release, job=job, graph=graph)
     data = release_coverage(rel) if rel is not None else report(graphs)
     return {"scope": label, **data}
+
+
+def card_lines(release: Release) -> list[str]:
+    """The dataset card's coverage and economics sections."""
+    from curation.economics import format_economics, release_economics
+
+    s = release_coverage(release)["summary"]
+    lines = ["## Coverage of the conversation graphs", ""]
+    if s["graphs"]:
+        lines += [
+            f"- Node coverage: {s['covered_nodes']}/{s['nodes']} ({100 * s['node_coverage']:.1f}%)",
+            f"- Edge coverage: {s['covered_edges']}/{s['edges']} ({100 * s['edge_coverage']:.1f}%)",
+            f"- Graphs fully covered (every edge): {s['fully_covered_graphs']} of {s['graphs']}",
+            f"- Noise branches covered: {s['covered_noise_branches']} of {s['noise_branches']}",
+            "", "Counted over the release's own conversations, on the graphs they were sampled from.",
+        ]
+    else:
+        lines.append("No conversation in this release comes from a conversation graph.")
+    lines += ["", "## Curation economics", ""] + format_economics(release_economics(release)) + [""]
+    return lines

@@ -54,7 +54,10 @@ def release_new(request: HttpRequest) -> HttpResponse:
 @require_GET
 def release_detail(request: HttpRequest, pk: int) -> HttpResponse:
     release = get_object_or_404(Release.objects.select_related("created_by"), pk=pk)
-    return render(request, "curation/release_detail.html", {"release": release, "downloads": DOWNLOADS})
+    from curation.loop_views import release_loop_context  # i15
+
+    return render(request, "curation/release_detail.html", {"release": release, "downloads": DOWNLOADS,
+                                                            **release_loop_context(release, request.user)})
 
 
 def stream_release_file(release: Release, file: str) -> StreamingHttpResponse:

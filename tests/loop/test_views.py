@@ -63,3 +63,24 @@ def test_fill_roles_and_methods(client, annotator_a, researcher, admin_user, gap
     client.force_login(admin_user)
     assert client.get(url).status_code == 405
     assert not GenerationJob.objects.exists()
+
+
+def test_api_coverage_fill_and_roles(client, admin_user, researcher, annotator_a, gappy_graph):
+    url = reverse("api:coverage")
+    assert client.get(url, {"graph": gappy_graph.pk}).status_code in (401, 403)
+    client.force_login(annotator_a)
+    assert client.get(url, {"graph": gappy_graph.pk}).status_code == 403
+    client.force_login(researcher)
+    data = client.get(url, {"graph": gappy_graph.pk}).json()
+    assert data["scope"] == f"graph {gappy_graph.pk}" and data["graphs"][0]["uncovered_edges"]
+    assert client.get(url).status_code == 400
+    assert client.get(url, {"graph": "abc"}).json()["detail"] == "graph must be a number, not 'abc'"
+    fill = reverse("api:fill_gaps")
+    assert client.post(fill, {"graph": gappy_graph.pk}, content_type="application/json").status_code == 403
+    client.force_login(admin_user)
+    r = client.post(fill, {"graph": gappy_graph.pk}, content_type="application/json")
+    assert r.status_code == 201 and r.json()["retry_limit"] == 3
+    assert GapFill.objects.filter(job_id=r.json()["job"]).count() == r.json()["plans"][0]["paths"]
+    econ = client.get(reverse("api:economics"), {"job": r.json()["job"]}).json()
+    assert econ["llm_cost_usd"] == 0 and econ["accepted_tests"] == 0
+    assert client.get(reverse("api:economics"), {"job": 999}).status_code == 400

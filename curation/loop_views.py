@@ -1,0 +1,42 @@
+"""The closed loop on the release page (i15): coverage, economics and "Fill the gaps" (admins)."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_POST
+
+from almita_web.roles import ADMIN, has_role, role_required
+from curation.economics import release_economics
+from curation.loop import release_coverage, release_graphs
+from curation.models import Release
+from generation import gaps
+from generation.loop_views import FillForm
+
+
+def release_loop_context(release: Release, user) -> dict[str, Any]:
+    return {"release_coverage": release_coverage(release)["summary"], "economics": release_economics(release),
+            "fill_form": FillForm() if has_role(user, ADMIN) else None}
+
+
+@role_required(ADMIN)
+@require_POST
+def fill_release(request: HttpRequest, pk: int) -> HttpResponse:
+    from generation.services import JobConfigError
+
+    release = get_object_or_404(Release, pk=pk)
+    form = FillForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose how to write the conversations: offline or LLM.")
+        return redirect("datasets:release", pk=pk)
+    try:
+        job, plans = gaps.gaps_fill(graphs=release_graphs(release), created_by=request.user,
+                                    conversations=form.cleaned_data["conversations"],
+                                    name=f"Fill the gaps of release {release}")
+    except (gaps.NothingToFill, JobConfigError) as exc:
+        messages.error(request, str(exc))
+        return redirect("datasets:release", pk=pk)
+    messages.success(request, f"{job} queued: {sum(len(p.paths) for p in plans)} paths for the gaps of {release}.")
+    return redirect("generation:job", job_id=job.pk)
