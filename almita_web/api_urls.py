@@ -45,5 +45,6 @@ urlpatterns = [
     path("coverage/", loop_api.CoverageView.as_view(), name="coverage"),
     path("gaps/fill/", loop_api.FillGapsView.as_view(), name="fill_gaps"),
     path("economics/", loop_api.EconomicsView.as_view(), name="economics"),
+    path("feedback/regenerate/", loop_api.RegenerateView.as_view(), name="regenerate"),
     path("", include(router.urls)),
 ]

@@ -84,3 +84,28 @@ class EconomicsView(APIView):
             return Response(release_economics(rel))
         except (ScopeError, ValueError) as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+
+
+class RegenerateInput(serializers.Serializer):
+    parent = serializers.ChoiceField(choices=["procedure", "flowgraph", "conversation_graph"])
+    id = serializers.IntegerField(min_value=1)
+
+
+class RegenerateView(APIView):
+    """Regenerate the rejected children of a parent with the reviewers' reasons in the prompt (admins)."""
+
+    permission_classes = [role_permission(ADMIN)]
+
+    @extend_schema(request=RegenerateInput, responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
+    def post(self, request):
+        from curation.feedback import FeedbackError, regenerate_with_feedback
+        from generation.services import JobConfigError
+
+        data = RegenerateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            job, fb = regenerate_with_feedback(parent=data.validated_data["parent"],
+                                               parent_id=data.validated_data["id"], created_by=request.user)
+        except (FeedbackError, JobConfigError) as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response({"job": job.pk, "feedback": fb.as_dict()}, status=status.HTTP_201_CREATED)

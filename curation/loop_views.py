@@ -40,3 +40,30 @@ def fill_release(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("datasets:release", pk=pk)
     messages.success(request, f"{job} queued: {sum(len(p.paths) for p in plans)} paths for the gaps of {release}.")
     return redirect("generation:job", job_id=job.pk)
+
+
+@role_required(ADMIN)
+def feedback(request: HttpRequest, parent: str, pk: int) -> HttpResponse:
+    """GET: what reviewers said about the rejected children; POST: regenerate them with it."""
+    from django.http import Http404, HttpResponseNotAllowed
+    from django.shortcuts import render
+
+    from curation.feedback import CHILDREN, FeedbackError, feedback_for, regenerate_with_feedback
+    from generation.services import JobConfigError
+
+    if parent not in CHILDREN:
+        raise Http404("unknown parent kind")
+    if request.method == "POST":
+        try:
+            job, fb = regenerate_with_feedback(parent=parent, parent_id=pk, created_by=request.user)
+        except (FeedbackError, JobConfigError) as exc:
+            messages.error(request, str(exc))
+            return redirect("curation:feedback", parent=parent, pk=pk)
+        messages.success(request, f"{job} queued: {len(fb.rejected)} rejected children regenerated with feedback.")
+        return redirect("generation:job", job_id=job.pk)
+    if request.method != "GET":
+        return HttpResponseNotAllowed(["GET", "POST"])
+    fb = feedback_for(parent=parent, parent_id=pk)
+    return render(request, "curation/feedback.html", {"fb": fb, "parent": parent, "pk": pk,
+                                                      "codes": fb.codes.most_common(),
+                                                      "label": parent.replace("_", " ")})

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from curation import views
+from curation import loop_views, views
 
 app_name = "curation"
 urlpatterns = [
@@ -16,4 +16,5 @@ urlpatterns = [
     path("agreement/verdicts.csv", views.agreement_csv, name="agreement_csv"),
     path("progress/", views.progress, name="progress"),
     path("audit/", views.audit, name="audit"),
+    path("feedback/<str:parent>/<int:pk>/", loop_views.feedback, name="feedback"),
 ]

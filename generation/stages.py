@@ -214,10 +214,15 @@ class Context:
     def llm(self, stage: str, template_id: str, key: str, messages: list[dict], json_mode: bool) -> str:
         cfg_models = self.config.get("models") or {}
         temps = {**DEFAULT_TEMPERATURES, **(self.config.get("temperatures") or {})}
+        version = prompts.version_of(template_id)
+        if self.config.get("feedback"):  # i15: reviewers' reasons as things to avoid, marked on the call
+            from generation.feedback import feedback_version, with_feedback
+            messages = with_feedback(messages, self.config["feedback"]["text"])
+            version = feedback_version(version, self.config)
         result = llm.chat(
             stage=stage, messages=messages, model=cfg_models.get(stage) or None,
             temperature=float(temps.get(stage, 0.0)), response_format=JSON_FORMAT if json_mode else None,
-            job=self.job.pk, key=key, template=template_id, template_version=prompts.version_of(template_id),
+            job=self.job.pk, key=key, template=template_id, template_version=version,
         )
         return result.content or ""
 
