@@ -1,6 +1,6 @@
 from django.urls import path
 
-from curation import loop_views, views
+from curation import analytics_views, loop_views, views
 
 app_name = "curation"
 urlpatterns = [
@@ -17,4 +17,6 @@ urlpatterns = [
     path("progress/", views.progress, name="progress"),
     path("audit/", views.audit, name="audit"),
     path("feedback/<str:parent>/<int:pk>/", loop_views.feedback, name="feedback"),
+    path("analytics/", analytics_views.analytics_page, name="analytics"),
+    path("analytics.csv", analytics_views.analytics_csv, name="analytics_csv"),
 ]
