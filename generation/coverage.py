@@ -51,7 +51,9 @@ def coverage_of(graphs: Iterable[ConversationGraph], conversations: QuerySet[Con
 def graphs_of_job(job: GenerationJob) -> QuerySet[ConversationGraph]:
     """The graphs a job made, or sampled paths on (a gap-filling job works on existing graphs)."""
     sampled = SampledPath.objects.filter(job=job).values("conversation_graph_id")
-    return ConversationGraph.objects.filter(Q(job=job) | Q(pk__in=sampled)).order_by("pk")
+    planned = list((job.config or {}).get("gap_paths") or {})  # a gap job's graphs, before it runs
+    return ConversationGraph.objects.filter(Q(job=job) | Q(pk__in=sampled) | Q(pk__in=[int(g) for g in planned])
+                                            ).order_by("pk")
 
 
 def leaf_graphs(graphs: QuerySet[ConversationGraph]) -> QuerySet[ConversationGraph]:

@@ -43,6 +43,7 @@ def test_fill_graph_launches_a_gap_job(client, admin_user, gappy_graph):
     assert GapFill.objects.filter(job=job).exists() and job.config["start"] == "paths"
     page = client.get(r["Location"]).content.decode()
     assert "Coverage and economics" in page and "Edge coverage" in page
+    assert "1 (0 fully covered by accepted conversations)" in page  # the gap job's graph, before it runs
 
 
 def test_fill_job_and_bad_input(client, admin_user, gappy_graph):
