@@ -101,3 +101,22 @@ def test_hub_targets_need_two_walks_under_one_loop_and_one_under_two():
 def test_target_that_is_not_an_edge_is_a_clear_error():
     with pytest.raises(SamplingError, match="not an edge of the graph: N0 -> N5"):
         cover_targets(HUB, [("N0", "N5")])
+
+
+def test_build_tests_says_when_the_cover_needs_more_paths_than_asked(tmp_path):
+    import io
+    import json
+    from pathlib import Path
+
+    from generation.pipeline.cli import build_tests_main
+
+    from .test_commands import A4_APIS
+
+    fixtures = Path(__file__).parent / "fixtures"
+    apis = tmp_path / "apis.json"
+    apis.write_text(json.dumps(A4_APIS))
+    out = io.StringIO()
+    assert build_tests_main(fixtures / "a4_flowgraph.txt", apis, tmp_path / "o", paths=1, sampler="coverage",
+                            noise=0.0, seed=0, out=out) == 0
+    n = json.loads((tmp_path / "o" / "stats.json").read_text())["paths"]
+    assert n > 1 and f"note: 1 paths requested but covering every edge takes {n}" in out.getvalue()
