@@ -104,7 +104,7 @@ def sample(g: nx.DiGraph, n: int, sampler: str = "algorithm1", seed: int = 0,
             out.distinct_available = total
     else:
         paths, out.distinct_available = distinct_walks(ix, _walker(ix, sampler, seed, max_loops), n, cap)
-    if len(paths) < n and out.minimum is None or (out.minimum is not None and len(paths) < n):
+    if len(paths) < n:
         if out.distinct_available is not None:
             out.notes.append(f"{n} paths requested but the graph has only {out.distinct_available} "
                              f"distinct paths within the loop bound: returning {len(paths)}.")
