@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Callable
 
-from curation.agreement import cohen_kappa, krippendorff_alpha_nominal, percent_agreement
+from curation.agreement import cohen_kappa, krippendorff_alpha_nominal
 from curation.lineage import STAGE_MODELS
 from curation.models import ItemState, Resolution, Review, ReviewItem, ReviewStage, Verdict
 from generation.models import LLMCall
