@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 from almita_web.api.common import role_permission
 from almita_web.api.docs import ANY_ROLE, SchemaView, api_docs
 from curation import api as curation_api
+from curation import loop_api
 from evaluation import api as evaluation_api
 from generation import api as generation_api
 from generation.import_api import ImportView
@@ -43,5 +44,9 @@ urlpatterns = [
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", api_docs, name="docs"),
     path("imports/", ImportView.as_view(), name="imports"),
+    path("coverage/", loop_api.CoverageView.as_view(), name="coverage"),
+    path("gaps/fill/", loop_api.FillGapsView.as_view(), name="fill_gaps"),
+    path("economics/", loop_api.EconomicsView.as_view(), name="economics"),
+    path("feedback/regenerate/", loop_api.RegenerateView.as_view(), name="regenerate"),
     path("", include(router.urls)),
 ]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from curation import release_views
+from curation import loop_views, release_views
 
 app_name = "datasets"
 urlpatterns = [
@@ -8,4 +8,5 @@ urlpatterns = [
     path("new/", release_views.release_new, name="release_new"),
     path("<int:pk>/", release_views.release_detail, name="release"),
     path("<int:pk>/download/<str:file>", release_views.release_download, name="download"),
+    path("<int:pk>/fill/", loop_views.fill_release, name="fill"),
 ]

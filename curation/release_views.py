@@ -66,10 +66,12 @@ def release_new(request: HttpRequest) -> HttpResponse:
 @require_GET
 def release_detail(request: HttpRequest, pk: int) -> HttpResponse:
     release = get_object_or_404(Release.objects.select_related("created_by"), pk=pk)
+    from curation.loop_views import release_loop_context  # i15
     from curation.release_preview import release_preview  # issue #16: first tests as a table
 
     return render(request, "curation/release_detail.html", {"release": release, "downloads": DOWNLOADS,
-                                                            "preview": release_preview(release)})
+                                                            "preview": release_preview(release),
+                                                            **release_loop_context(release, request.user)})
 
 
 def stream_release_file(release: Release, file: str) -> StreamingHttpResponse:

@@ -407,8 +407,11 @@ def release_card(release: Release, stats: dict) -> str:
                   for g in gens]
     else:
         lines.append("No LLM call is recorded for these items (imported or deterministic).")
-    lines += ["", f"Jobs: {', '.join(map(str, stats['jobs'])) or 'none (imported items)'}", "",
-              "## Files", "",
+    lines += ["", f"Jobs: {', '.join(map(str, stats['jobs'])) or 'none (imported items)'}", ""]
+    from curation.loop import card_lines  # i15: coverage and economics
+
+    lines += card_lines(release)
+    lines += ["## Files", "",
               "- `tests.csv`: ALMITA-style, one row per test", "- `tests.jsonl`: self-contained tests",
               "- `conversations.jsonl`, `graphs.jsonl`, `procedures.jsonl`: records in the Almita import format",
               "  (`python manage.py import_items` reads them back)", ""]

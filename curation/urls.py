@@ -1,6 +1,6 @@
 from django.urls import path
 
-from curation import explorer_views, gold_views, guideline_views, views
+from curation import analytics_views, explorer_views, gold_views, guideline_views, loop_views, views
 
 app_name = "curation"
 urlpatterns = [
@@ -23,4 +23,7 @@ urlpatterns = [
     path("gold/", gold_views.gold_page, name="gold"),
     path("gold/mark/", gold_views.gold_mark, name="gold_mark"),
     path("gold/seed/", gold_views.gold_seed, name="gold_seed"),
+    path("feedback/<str:parent>/<int:pk>/", loop_views.feedback, name="feedback"),
+    path("analytics/", analytics_views.analytics_page, name="analytics"),
+    path("analytics.csv", analytics_views.analytics_csv, name="analytics_csv"),
 ]

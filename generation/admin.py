@@ -101,3 +101,9 @@ class LLMCallAdmin(RoleModelAdmin):
 @admin.register(m.WorkerHeartbeat, site=site)
 class WorkerHeartbeatAdmin(RoleModelAdmin):
     list_display = ("created_at", "hostname", "pid", "broker")
+
+
+@admin.register(m.GapFill, site=site)
+class GapFillAdmin(RoleModelAdmin):
+    list_display = ("id", "job", "conversation_graph", "index", "attempt", "created_at")
+    list_filter = ("attempt",)

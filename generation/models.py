@@ -454,3 +454,29 @@ class WorkerHeartbeat(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+
+
+class GapFill(models.Model):
+    """Lineage of gap filling (i15): one path a gap-filling job planned for a conversation graph,
+    the uncovered edges it was sampled to cover, and which attempt at those edges it is. The path
+    row is the job's SampledPath with the same conversation graph and index."""
+
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="gap_fills")
+    conversation_graph = models.ForeignKey(ConversationGraph, on_delete=models.CASCADE, related_name="gap_fills")
+    index = models.PositiveIntegerField()
+    node_ids = models.JSONField(default=list)
+    edges = models.JSONField(default=list, help_text="The uncovered edges [source, target] this path fills")
+    attempt = models.PositiveSmallIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "conversation_graph", "index"], name="gapfill_unique_path"),
+            models.CheckConstraint(condition=Q(attempt__gte=1), name="gapfill_attempt_positive"),
+        ]
+
+    @property
+    def path(self) -> "SampledPath | None":
+        return SampledPath.objects.filter(job=self.job, conversation_graph=self.conversation_graph,
+                                          index=self.index).first()

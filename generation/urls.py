@@ -1,6 +1,6 @@
 from django.urls import path
 
-from generation import views
+from generation import loop_views, views
 
 app_name = "generation"
 urlpatterns = [
@@ -13,4 +13,6 @@ urlpatterns = [
     path("jobs/<int:job_id>/calls/<int:call_id>/", views.llm_call, name="llm_call"),
     path("jobs/<int:job_id>/items/<str:stage>/", views.job_items, name="items"),
     path("items/<str:kind>/<int:pk>/", views.item_detail, name="item"),
+    path("graphs/<int:pk>/fill/", loop_views.fill_graph, name="fill_graph"),
+    path("jobs/<int:job_id>/fill/", loop_views.fill_job, name="fill_job"),
 ]

@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from almita_web.roles import ADMIN, role_required
-from generation import llm, services
+from generation import llm, loop_views, services
 from generation.forms import CancelForm, JobForm
 from generation.models import (
     Api, Conversation, ConversationGraph, Discard, Flowgraph, GenerationJob, IllegalTransition, Intent, LLMCall,
@@ -96,7 +96,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
         "id", "stage", "key", "attempt", "model", "template", "template_version", "outcome", "latency_ms",
         "prompt_tokens", "completion_tokens", "cost_usd", "error", "created_at"), 50).get_page(request.GET.get("page"))
     return render(request, "generation/job.html", {
-        **_job_context(job), "reasons": [{**r, "examples": examples.get((r["stage"], r["reason"]), [])} for r in reasons],
+        **_job_context(job), **loop_views.job_loop_context(job), "reasons": [{**r, "examples": examples.get((r["stage"], r["reason"]), [])} for r in reasons],
         "calls": calls, "stage_kinds": STAGE_KIND,
     })
 
@@ -153,5 +153,6 @@ def item_detail(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     model, title, has_graph = ITEM_KINDS[kind]
     obj = get_object_or_404(model, pk=pk)
     svg, svg_error = services.graph_svg(obj=obj) if has_graph else ("", "")
+    extra = loop_views.graph_coverage_context(obj) if kind == "conversation-graph" else {}  # i15
     return render(request, "generation/item.html", {"obj": obj, "kind": kind, "title": title, "svg": svg,
-                                                    "svg_error": svg_error})
+                                                    "svg_error": svg_error, **extra})

@@ -12,7 +12,7 @@ from .convert import flowgraph_to_conversation_graph
 from .extract import extract_tests
 from .noise import add_noise
 from .realise import realise_conversation
-from .sampling import coverage, sample_paths
+from .sampling import coverage, sample
 from .validate import Violation, errors, validate_conversation, validate_conversation_graph, validate_flowgraph
 
 DEFAULT_PATHS = 10
@@ -32,6 +32,7 @@ class BuildResult:
     tests: list[dict[str, Any]]
     stats: dict[str, Any]
     violations: list[Violation] = field(default_factory=list)  # conversation-checker findings
+    note: str = ""  # the sampler's word when it returned more or fewer paths than asked (i15)
 
 
 def build_offline(flowgraph: nx.DiGraph, apis: list[ApiSpec], paths: int | None = None,
@@ -53,7 +54,8 @@ def build_offline(flowgraph: nx.DiGraph, apis: list[ApiSpec], paths: int | None 
     if cg_errors:
         raise BuildError("conversation graph", cg_errors)
     n = paths if paths is not None else (0 if sampler == "coverage" else DEFAULT_PATHS)
-    sampled = sample_paths(cg, n, sampler=sampler, seed=seed, max_loops=max_loops)
+    drawn = sample(cg, n, sampler=sampler, seed=seed, max_loops=max_loops)
+    sampled = drawn.paths
     conversations, tests, found = [], [], []
     for i, path in enumerate(sampled):
         cid = f"c{i:04d}"
@@ -73,4 +75,4 @@ def build_offline(flowgraph: nx.DiGraph, apis: list[ApiSpec], paths: int | None 
         "edge_coverage": cov["edge_coverage"],
         "tests": len(tests),
     }
-    return BuildResult(cg, sampled, conversations, tests, stats, found)
+    return BuildResult(cg, sampled, conversations, tests, stats, found, drawn.note if paths is not None else "")

@@ -206,6 +206,8 @@ def build_tests_main(flowgraph: str | Path, apis: str | Path, out_dir: str | Pat
     (target / "stats.json").write_text(json.dumps(result.stats, indent=2) + "\n", encoding="utf-8")
     for v in result.violations:
         out.write(f"{v}\n")
+    if result.note:
+        out.write(f"note: {result.note}\n")
     s = result.stats
     out.write(f"{s['paths']} paths, {s['tests']} tests, node coverage {s['node_coverage']:.0%}, "
               f"edge coverage {s['edge_coverage']:.0%} -> {target}\n")

@@ -25,6 +25,10 @@ FLOWGRAPH_COLOURS = {"start_message": "#1f77b4", "message": "#1f77b4", "api": "#
 CONVERSATION_COLOURS = {"assistant": "#1f77b4", "user": "#2ca02c", "api": "#000000"}
 NOISE_COLOUR = "#d62728"
 HIGHLIGHT_COLOUR = "#9467bd"
+# Coverage drawing: edges some accepted conversation takes, edges none does (colour-blind safe pair,
+# told apart by line style too).
+COVERED_COLOUR = "#1a9850"
+UNCOVERED_COLOUR = "#d73027"
 
 
 class GraphvizMissing(RuntimeError):
@@ -46,7 +50,10 @@ def _colours(g: nx.DiGraph) -> dict[str, str]:
     return CONVERSATION_COLOURS if g.graph.get("kind") == "conversation" else FLOWGRAPH_COLOURS
 
 
-def to_dot(g: nx.DiGraph, highlight_path: list[Any] | None = None) -> str:
+def to_dot(g: nx.DiGraph, highlight_path: list[Any] | None = None,
+           covered_edges: set[tuple[Any, Any]] | None = None) -> str:
+    """DOT text; with ``covered_edges`` (a coverage drawing) every edge is drawn covered (green,
+    solid) or uncovered (red, dashed, thicker) and a legend explains the two."""
     colours = _colours(g)
     names = {n: f"n{i}" for i, n in enumerate(g.nodes)}
     path = list(highlight_path or [])
@@ -87,19 +94,33 @@ def to_dot(g: nx.DiGraph, highlight_path: list[Any] | None = None) -> str:
             attrs["label"] = (attrs.get("label", "") + f"\n[step {steps}]").strip()
             attrs["color"] = HIGHLIGHT_COLOUR
             attrs["penwidth"] = "3"
+        if covered_edges is not None:
+            hit = (u, v) in covered_edges
+            attrs.update({"color": COVERED_COLOUR if hit else UNCOVERED_COLOUR, "penwidth": "2" if hit else "3",
+                          "style": "solid" if hit else "dashed", "class": "covered" if hit else "uncovered"})
         body = ", ".join(f'{k}="{dot_escape(val)}"' for k, val in attrs.items())
         out.append(f"  {names[u]} -> {names[v]}" + (f" [{body}]" if body else "") + ";")
+    if covered_edges is not None:
+        out += [
+            '  subgraph cluster_legend { label="Legend"; fontsize=10; style="rounded"; color="#999999";',
+            '    node [shape=point, width=0.05, style=filled, fillcolor="#999999", label=""];',
+            "    lg0; lg1; lg2; lg3;",
+            f'    lg0 -> lg1 [color="{COVERED_COLOUR}", penwidth="2", label="covered by an accepted conversation"];',
+            f'    lg2 -> lg3 [color="{UNCOVERED_COLOUR}", penwidth="3", style="dashed", label="not covered"];',
+            "  }",
+        ]
     out.append("}")
     return "\n".join(out) + "\n"
 
 
-def to_svg(g: nx.DiGraph, highlight_path: list[Any] | None = None, timeout: float = 30.0) -> str:
+def to_svg(g: nx.DiGraph, highlight_path: list[Any] | None = None, timeout: float = 30.0,
+           covered_edges: set[tuple[Any, Any]] | None = None) -> str:
     """SVG markup (from ``<svg`` on, ready to inline in HTML) rendered by the system ``dot``."""
     exe = shutil.which("dot")
     if exe is None:
         raise GraphvizMissing("Graphviz is not installed: the 'dot' program was not found on PATH. "
                               "Install it (Debian/Ubuntu: apt-get install graphviz) to render SVG.")
-    proc = subprocess.run([exe, "-Tsvg"], input=to_dot(g, highlight_path), capture_output=True,
+    proc = subprocess.run([exe, "-Tsvg"], input=to_dot(g, highlight_path, covered_edges), capture_output=True,
                           text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"dot failed: {proc.stderr.strip()[:500]}")

@@ -178,14 +178,24 @@ class Context:
         temps = {**DEFAULT_TEMPERATURES, **(self.config.get("temperatures") or {})}
         return float(temps.get(stage, 0.0))
 
+    def with_feedback(self, messages: list[dict], template_id: str) -> tuple[list[dict], str]:
+        """The prompt and its version; a feedback job (#15) appends the reviewers' reasons to avoid
+        and marks the version (e.g. ``v1+feedback``) on every call."""
+        version = prompts.version_of(template_id)
+        if self.config.get("feedback"):
+            from generation.feedback import feedback_version, with_feedback
+            messages = with_feedback(messages, self.config["feedback"]["text"])
+            version = feedback_version(version, self.config)
+        return messages, version
+
     def llm(self, stage: str, template_id: str, key: str, messages: list[dict], json_mode: bool) -> str:
         """One call with no validator and no repair turn, for auxiliary checks (the outcome check, #13)."""
+        messages, version = self.with_feedback(messages, template_id)
         answer = llm.ask(
             messages=messages, check=lambda reply: [], attempts=0, stage=stage,
             model=(self.config.get("models") or {}).get(stage) or None, temperature=self.temperature(stage),
             response_format=JSON_FORMAT if json_mode else None, job=self.job.pk, key=key, template=template_id,
-            template_version=prompts.version_of(template_id),
-            use_cache=bool(settings.LLM_CACHE and self.config.get("cache", True)),
+            template_version=version, use_cache=bool(settings.LLM_CACHE and self.config.get("cache", True)),
         )
         return answer.content
 
@@ -204,10 +214,11 @@ class Context:
             final["result"] = interpret(reply)
             return [(d.reason, d.detail or d.reason) for d in final["result"].discards]
 
+        messages, version = self.with_feedback(messages, template_id)
         answer = llm.ask(
             messages=messages, check=check, stage=stage, model=(self.config.get("models") or {}).get(stage) or None,
             temperature=self.temperature(stage), response_format=JSON_FORMAT if json_mode else None,
-            job=self.job.pk, key=key, template=template_id, template_version=prompts.version_of(template_id),
+            job=self.job.pk, key=key, template=template_id, template_version=version,
             use_cache=bool(settings.LLM_CACHE and self.config.get("cache", True)), sample=sample,
         )
         result = final["result"]

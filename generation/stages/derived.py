@@ -11,7 +11,7 @@ from generation.pipeline.extract import ApiCallParseError, extract_tests
 from generation.pipeline.formats import graph_from_json, graph_to_json, write_graph_text
 from generation.pipeline.noise import add_noise
 from generation.pipeline.realise import realise_conversation
-from generation.pipeline.sampling import sample_paths
+from generation.pipeline.sampling import sample
 from generation.pipeline.validate import errors, validate_conversation, validate_conversation_graph
 from generation.stages.base import (
     Context,
@@ -56,20 +56,23 @@ def run_paths(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     When the sampler returns repeats (the graph has fewer distinct paths than asked, or the
     sampler drew one twice), the repeats are dropped and the shortfall is a funnel note.
     """
+    if ctx.config.get("gap_paths") is not None:  # i15: a gap-filling job writes its planned paths
+        from generation.gaps import run_gap_paths
+        return run_gap_paths(ctx, key, index, parent)
     cg = ConversationGraph.objects.get(pk=int(parent))
     m = int(ctx.config.get("paths") or 1)
     sampler = ctx.config.get("sampler") or "algorithm1"
     seed = content_seed(ctx.seed, cg.data)
     result = ItemResult()
     try:
-        paths = sample_paths(graph_from_json(cg.data), m, sampler=sampler, seed=seed)
+        drawn = sample(graph_from_json(cg.data), m, sampler=sampler, seed=seed)
     except ValueError as exc:
         result.generated = m
         for i in range(m):
             result.discard(f"paths:{index}:{cg.pk}:{i}", "sampling_failed", str(exc))
         return result
     seen: set[tuple[str, ...]] = set()
-    for path in paths:
+    for path in drawn.paths:
         nodes = tuple(str(n) for n in path)
         if nodes in seen:
             continue
@@ -81,8 +84,12 @@ def run_paths(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
             "conversation_graph_id": cg.pk, "node_ids": list(nodes), "sampler": sampler,
             "seed": seed, "index": i, "origin": Origin.DERIVED,
         }))
+    # i15: the sampler says when the graph has fewer distinct paths than asked, or when the coverage
+    # sampler's cover needs more than --paths; both are funnel notes, not discards.
     if len(seen) < m:
         result.notes["fewer_distinct_paths"] = m - len(seen)
+    elif len(seen) > m:
+        result.notes["cover_needs_more_paths"] = len(seen) - m
     return result
 
 

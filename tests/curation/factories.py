@@ -16,7 +16,7 @@ from generation.pipeline.convert import flowgraph_to_conversation_graph
 from generation.pipeline.extract import extract_tests
 from generation.pipeline.formats import graph_to_json, parse_graph_text
 from generation.pipeline.realise import realise_conversation
-from generation.pipeline.sampling import sample_paths
+from generation.pipeline.sampling import raw_walks
 
 HOSTILE = '<script>alert("pwned")</script> "]; a -> b [ \'quoted\' & done'
 
@@ -130,7 +130,7 @@ def build_lineage(*, conversations: int = 2, hostile: bool = False, validation: 
     cg_graph = flowgraph_to_conversation_graph(fg_graph)
     cg = g.ConversationGraph.objects.create(flowgraph=flowgraph, data=graph_to_json(cg_graph))
     lineage = Lineage(intent, procedure, apis, flowgraph, cg)
-    for i, node_ids in enumerate(sample_paths(cg_graph, conversations, sampler="algorithm1", seed=seed)):
+    for i, node_ids in enumerate(raw_walks(cg_graph, conversations, seed=seed)):
         path = g.SampledPath.objects.create(conversation_graph=cg, node_ids=node_ids, seed=seed, index=i)
         messages = realise_conversation(cg_graph, node_ids, APIS, seed=seed + i)
         if hostile:

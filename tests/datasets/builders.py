@@ -9,7 +9,7 @@ from generation.pipeline.convert import flowgraph_to_conversation_graph
 from generation.pipeline.extract import extract_tests
 from generation.pipeline.formats import graph_to_json, parse_graph_text
 from generation.pipeline.realise import realise_conversation
-from generation.pipeline.sampling import sample_paths
+from generation.pipeline.sampling import raw_walks
 
 FLOW = """<flow>
 [N0](start_message){Greet the customer and ask how to help}
@@ -45,7 +45,7 @@ def document(n_procedures: int = 2, paths_per_graph: int = 3, tag: str = "") -> 
         cg = flowgraph_to_conversation_graph(fg)
         records.append({"kind": "conversation_graph", "id": gid, "flowgraph": fid, "mode": "deterministic",
                         "graph": graph_to_json(cg), "text": "", "noise_rate": 0.0, "noise_kinds": []})
-        for k, path in enumerate(sample_paths(cg, paths_per_graph, seed=p)):
+        for k, path in enumerate(raw_walks(cg, paths_per_graph, seed=p)):
             sid, cid = f"s{p}.{k}", f"c{p}.{k}"
             records.append({"kind": "path", "id": sid, "conversation_graph": gid, "node_ids": [str(n) for n in path],
                             "sampler": "algorithm1", "seed": p, "index": k})

@@ -106,3 +106,4 @@ def test_generate_command_waits_and_prints_the_funnel(settings, celery_worker_fa
     fewer = job.progress.get(stage="paths").notes.get("fewer_distinct_paths", 0)  # repeats dropped (#12)
     assert Conversation.objects.filter(job=job).count() + job.discards.filter(stage="conversations").count() \
         + fewer == 6
+    assert (fewer == 0) == ("fewer_distinct_paths" not in text)

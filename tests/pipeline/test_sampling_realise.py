@@ -11,7 +11,8 @@ from generation.pipeline.extract import ApiCallParseError, extract_tests, parse_
 from generation.pipeline.formats import parse_graph_text
 from generation.pipeline.noise import add_noise
 from generation.pipeline.realise import build_conversation_prompt, realise_conversation
-from generation.pipeline.sampling import SamplingError, coverage, min_edge_cover_lower_bound, sample_paths
+from generation.pipeline.sampling import (SamplingError, coverage, min_edge_cover_lower_bound, sample,
+                                         sample_paths)
 from generation.pipeline.validate import validate_conversation
 
 from .conftest import fixture_text
@@ -30,8 +31,15 @@ def check_path(g, path, max_loops):
 @given(flowgraphs(), st.sampled_from(["algorithm1", "random", "coverage"]), st.integers(0, 2))
 def test_paths_start_at_root_follow_edges_end_at_leaf_and_respect_loop_bound(fg, sampler, max_loops):
     g = flowgraph_to_conversation_graph(fg[0])
-    paths = sample_paths(g, 8, sampler=sampler, seed=3, max_loops=max_loops)
-    assert len(paths) >= 8 if sampler != "coverage" else len(paths) >= 1
+    res = sample(g, 8, sampler=sampler, seed=3, max_loops=max_loops)
+    paths = res.paths
+    assert len({tuple(p) for p in paths}) == len(paths)  # distinct
+    if res.minimum is not None and res.minimum > 8:  # --paths N means N, or says why not
+        assert len(paths) == res.minimum and "covering every edge takes" in res.note
+    elif res.distinct_available is not None:  # the graph has fewer: all of them, and says so
+        assert len(paths) == res.distinct_available < 8 and "only" in res.note
+    else:
+        assert len(paths) == 8 and res.note == ""
     for p in paths:
         check_path(g, p, max_loops)
     assert paths == sample_paths(g, 8, sampler=sampler, seed=3, max_loops=max_loops)
@@ -51,8 +59,27 @@ def test_coverage_sampler_meets_the_exact_minimum_on_the_paper_graph():
     g = parse_graph_text(fixture_text("a5_conversation_graph.txt"))
     paths = sample_paths(g, 0, sampler="coverage")
     assert len(paths) == min_edge_cover_lower_bound(g) == 2
-    padded = sample_paths(g, 5, sampler="coverage")
-    assert len(padded) == 5 and padded[:2] == paths
+    padded = sample(g, 5, sampler="coverage")  # the graph has only 4 distinct bounded paths
+    assert len(padded.paths) == 4 and padded.paths[:2] == paths and padded.distinct_available == 4
+    assert "only 4 distinct paths" in padded.note
+    assert len({tuple(p) for p in padded.paths}) == 4
+    three = sample(g, 3, sampler="coverage")
+    assert len(three.paths) == 3 and three.note == ""
+    one = sample(g, 1, sampler="coverage")  # below the cover: the cover, and it says so
+    assert one.paths == paths and one.minimum == 2
+    assert one.note.startswith("1 paths requested but covering every edge takes 2")
+
+
+def test_walk_samplers_return_distinct_paths_and_all_of_them_when_the_graph_has_fewer():
+    g = parse_graph_text(fixture_text("a5_conversation_graph.txt"))
+    for sampler in ("algorithm1", "random"):
+        res = sample(g, 10, sampler=sampler, seed=1)
+        assert len(res.paths) == 4 == res.distinct_available
+        assert len({tuple(p) for p in res.paths}) == 4
+        assert "only 4 distinct paths" in res.note
+        assert sample(g, 3, sampler=sampler, seed=1).note == ""
+    with pytest.raises(SamplingError):
+        sample(g, -1)
 
 
 def test_algorithm1_weights_beat_a_plain_random_walk_on_coverage():
