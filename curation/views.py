@@ -52,7 +52,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 def claim_next(request: HttpRequest, stage: str) -> HttpResponse:
     if stage not in ReviewStage.values:
         raise Http404("Unknown stage")
-    services.items_sync_throttled()
+    services.items_sync_throttled(full=False)
     return _next_or_queue(request, stage)
 
 
