@@ -152,7 +152,7 @@ def adjudication(request: HttpRequest) -> HttpResponse:
     return render(request, "curation/adjudication.html", {
         "items": services.adjudication_queue(stage=stage)[:200],
         "recent": ReviewItem.objects.filter(state=ItemState.DECIDED).order_by("-decided_at", "-id")[:30],
-        "stage": stage, "stages": ReviewStage.choices, "funnel": services.stage_funnel(),
+        "stage": stage, "stages": ReviewStage.choices,
     })
 
 
