@@ -160,3 +160,17 @@ def test_claim_next_syncs_items_only_when_new_artifacts_are_likely(db, annotator
     client.post("/curation/queue/flowgraph/next/")  # the cheap check finds the new artifacts
     assert ReviewItem.objects.filter(stage=FG).count() == 1
     assert not items_missing_likely()
+
+
+def test_queue_counts_stop_at_the_cap(db, annotator_a):
+    from django.utils import timezone
+
+    from curation import queue
+
+    ReviewItem.objects.bulk_create([ReviewItem(stage=FG, object_id=5000 + i) for i in range(105)])
+    now = timezone.now()
+    assert queue.count_candidates(stage=FG, annotator_id=annotator_a.pk, now=now) == 105
+    assert queue.count_candidates(stage=FG, annotator_id=annotator_a.pk, now=now, cap=100) == 101
+    client = Client()
+    client.login(username="annotator_a", password=PASSWORD)
+    assert "100+" in client.get("/curation/queue/").content.decode()
