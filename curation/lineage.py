@@ -293,10 +293,35 @@ def items_sync() -> int:
     return created
 
 
-def items_sync_throttled() -> None:
-    """items_sync at most every few seconds per process: cheap enough to call from page views."""
+def items_missing_likely() -> bool:
+    """A cheap test (one index lookup per stage) for artifacts newer than every review item.
+
+    Primary keys only grow, so an artifact without an item almost always has a higher id than
+    any item's object: that is what jobs and imports produce. The full anti-join of items_sync
+    runs only then (the queue page still runs it in full, for the rare out-of-order commit).
+    """
+    for stage, model in STAGE_MODELS.items():
+        newest = model.objects.order_by("-pk").values_list("pk", flat=True).first()
+        if newest is None:
+            continue
+        synced = (ReviewItem.objects.filter(stage=stage).order_by("-object_id")
+                  .values_list("object_id", flat=True).first())
+        if synced is None or newest > synced:
+            return True
+    return False
+
+
+def items_sync_throttled(*, full: bool = True) -> None:
+    """items_sync at most every few seconds per process: cheap enough to call from page views.
+
+    ``full=False`` (claim-next, the hottest request) runs it only when items_missing_likely().
+    """
+    global _last_sync
     if time.monotonic() - _last_sync >= SYNC_INTERVAL_SECONDS:
-        items_sync()
+        if full or items_missing_likely():
+            items_sync()
+        else:
+            _last_sync = time.monotonic()
 
 
 def reset_sync_throttle() -> None:

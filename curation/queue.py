@@ -69,11 +69,18 @@ def _candidate_where(*, stage: str, annotator_id: int, now: datetime, exclude_id
     return where, params
 
 
-def count_candidates(*, stage: str, annotator_id: int, now: datetime) -> int:
-    """How many items `annotator_id` could claim now in `stage` (the same rule as candidates)."""
+def count_candidates(*, stage: str, annotator_id: int, now: datetime, cap: int | None = None) -> int:
+    """How many items `annotator_id` could claim now in `stage` (the same rule as candidates).
+
+    ``cap``: stop counting past it (returns at most cap + 1), so the queue page's figure costs
+    the same with 500 or 50,000 open items.
+    """
     where, params = _candidate_where(stage=stage, annotator_id=annotator_id, now=now)
+    sql = f"SELECT 1 FROM {_ITEM} i WHERE {where}"
+    if cap is not None:
+        sql += f" LIMIT {int(cap) + 1}"
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*) FROM {_ITEM} i WHERE {where}", params)
+        cursor.execute(f"SELECT COUNT(*) FROM ({sql}) AS candidates", params)
         return cursor.fetchone()[0]
 
 

@@ -62,8 +62,11 @@ def annotator_available(*, annotator) -> dict[str, int]:
     from curation import queue
 
     now = timezone.now()
-    return {stage: queue.count_candidates(stage=stage, annotator_id=annotator.pk, now=now)
+    return {stage: queue.count_candidates(stage=stage, annotator_id=annotator.pk, now=now, cap=AVAILABLE_CAP)
             for stage in ReviewStage.values}
+
+
+AVAILABLE_CAP = 100  # the queue page shows "100+" beyond this
 
 
 def annotator_progress(*, annotator=None) -> list[dict[str, Any]]:

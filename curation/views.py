@@ -53,7 +53,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 def claim_next(request: HttpRequest, stage: str) -> HttpResponse:
     if stage not in ReviewStage.values:
         raise Http404("Unknown stage")
-    services.items_sync_throttled()
+    services.items_sync_throttled(full=False)
     return _next_or_queue(request, stage)
 
 
@@ -157,7 +157,7 @@ def adjudication(request: HttpRequest) -> HttpResponse:
     return render(request, "curation/adjudication.html", {
         "items": services.adjudication_queue(stage=stage)[:200],
         "recent": ReviewItem.objects.filter(state=ItemState.DECIDED).order_by("-decided_at", "-id")[:30],
-        "stage": stage, "stages": ReviewStage.choices, "funnel": services.stage_funnel(),
+        "stage": stage, "stages": ReviewStage.choices,
     })
 
 

@@ -147,3 +147,30 @@ def test_release_form_previews_counts_and_refuses_an_empty_release(db, researche
     assert resp.status_code == 200
     assert re.search(rf"<strong>{len(lin.tests)}</strong> tests from <strong>2</strong> conversations and"
                      r"\s*<strong>1</strong> graphs", resp.content.decode())
+
+
+def test_claim_next_syncs_items_only_when_new_artifacts_are_likely(db, annotator_a):
+    from curation.lineage import items_missing_likely
+
+    assert not items_missing_likely()
+    build_lineage(conversations=1)
+    assert items_missing_likely()
+    client = Client()
+    client.login(username="annotator_a", password=PASSWORD)
+    client.post("/curation/queue/flowgraph/next/")  # the cheap check finds the new artifacts
+    assert ReviewItem.objects.filter(stage=FG).count() == 1
+    assert not items_missing_likely()
+
+
+def test_queue_counts_stop_at_the_cap(db, annotator_a):
+    from django.utils import timezone
+
+    from curation import queue
+
+    ReviewItem.objects.bulk_create([ReviewItem(stage=FG, object_id=5000 + i) for i in range(105)])
+    now = timezone.now()
+    assert queue.count_candidates(stage=FG, annotator_id=annotator_a.pk, now=now) == 105
+    assert queue.count_candidates(stage=FG, annotator_id=annotator_a.pk, now=now, cap=100) == 101
+    client = Client()
+    client.login(username="annotator_a", password=PASSWORD)
+    assert "100+" in client.get("/curation/queue/").content.decode()

@@ -1,0 +1,158 @@
+"""Benchmark: how curation pages and actions grow with the number of review items.
+
+    .venv/bin/python bench/scale.py                       # SQLite (a throw-away file database)
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/almita_bench .venv/bin/python bench/scale.py
+
+For each size (default 500, 5,000 and 50,000 review items, spread over the four stages, half of
+them reviewed twice by 8 annotators, one in ten of those in disagreement) it times, in process
+(Django's full handler for pages, the service for actions): claim-next in every stage, the queue,
+progress, adjudication and agreement pages, the verdict CSV, and one adjudication (resolve with its
+cascade). Prints median and p95 per operation and size, and the growth factor from the smallest
+to the largest size. Targets at 50,000: every page and action ≤ 200 ms p95, claim-next ≤ 15 ms.
+
+The items stand for artifacts that are not created (object ids only), so what is measured is the
+curation tables' work; release creation and the review page's artifact rendering are covered by
+bench/export.py and bench/review.py.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "almita_web.settings")
+os.environ.setdefault("SECRET_KEY", "benchmark-only-secret-key")
+os.environ.setdefault("ALMITA_TESTING", "1")
+if "DATABASE_URL" not in os.environ:
+    os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp()}/scale.sqlite3"
+
+ANNOTATORS = 8
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    k = max(0, min(len(ordered) - 1, round(p / 100 * len(ordered) + 0.5) - 1))
+    return ordered[k]
+
+
+def load(n: int, annotators) -> None:
+    from django.utils import timezone
+
+    from curation.models import ItemState, Review, ReviewItem, ReviewStage
+
+    stages = ReviewStage.values
+    now = timezone.now()
+    items = []
+    for i in range(n):
+        reviewed = (i // 4) % 2 == 0
+        disagree = reviewed and (i // 8) % 10 == 0
+        state = ItemState.OPEN if not reviewed else (ItemState.DISAGREEMENT if disagree else ItemState.DECIDED)
+        items.append(ReviewItem(stage=stages[i % 4], object_id=1_000_000 + i, required_reviews=2, state=state,
+                                decision="accept" if state == ItemState.DECIDED else "",
+                                decided_at=now if state == ItemState.DECIDED else None,
+                                review_count=2 if reviewed else 0, has_warnings=i % 13 == 0))
+    ReviewItem.objects.bulk_create(items, batch_size=2000)
+    reviews = []
+    for k, item in enumerate(ReviewItem.objects.filter(review_count=2).order_by("pk").iterator()):
+        a, b = annotators[k % ANNOTATORS], annotators[(k + 1) % ANNOTATORS]
+        second = "reject" if item.state == ItemState.DISAGREEMENT else "accept"
+        reviews += [Review(item=item, annotator=a, verdict="accept", created_at=now, updated_at=now),
+                    Review(item=item, annotator=b, verdict=second, reason_codes=["OTHER"], comment="x",
+                           created_at=now, updated_at=now)]
+    Review.objects.bulk_create(reviews, batch_size=2000)
+
+
+def measure(n: int, repeat: int) -> dict[str, list[float]]:
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, assign_roles
+    from curation import services
+    from curation.models import Claim, ReviewItem, ReviewStage
+
+    annotators = []
+    for i in range(ANNOTATORS):
+        u = User.objects.create_user(f"scale{i}", password="x")
+        assign_roles(u, [ANNOTATOR])
+        annotators.append(u)
+    boss = User.objects.create_user("scale_boss", password="x")
+    assign_roles(boss, [ADJUDICATOR, RESEARCHER, ADMIN])
+    fresh = User.objects.create_user("scale_fresh", password="x")
+    assign_roles(fresh, [ANNOTATOR])
+    t0 = time.perf_counter()
+    load(n, annotators)
+    print(f"  loaded {n} items in {time.perf_counter() - t0:.1f} s", flush=True)
+
+    times: dict[str, list[float]] = {}
+
+    def timed(name: str, fn) -> None:
+        fn()  # warm-up (template compilation, caches)
+        for _ in range(repeat):
+            start = time.perf_counter()
+            fn()
+            times.setdefault(name, []).append((time.perf_counter() - start) * 1000)
+
+    for stage in ReviewStage.values:
+        def claim(stage=stage):
+            item = services.review_claim_next(annotator=fresh, stage=stage)
+            if item is not None:  # give the claim back so every round is a real claim
+                Claim.objects.filter(item=item, annotator=fresh).delete()
+        timed(f"claim-next {stage}", claim)
+    client = Client()
+    client.force_login(fresh)
+    timed("queue page", lambda: client.get("/curation/queue/"))
+    boss_client = Client()
+    boss_client.force_login(boss)
+    timed("progress page", lambda: boss_client.get("/curation/progress/"))
+    timed("adjudication page", lambda: boss_client.get("/curation/adjudication/"))
+    timed("agreement page", lambda: boss_client.get("/curation/agreement/"))
+    timed("verdicts CSV (conversation)", lambda: boss_client.get("/curation/agreement/verdicts.csv?stage=conversation"))
+    # Resolve one disputed item, then keep reversing it: each call decides and runs the cascade.
+    target = services.adjudication_queue().filter(stage=ReviewStage.CONVERSATION).first()
+    flip = iter(["accept", "reject"] * (repeat + 1))
+    timed("resolve / reverse (cascade)", lambda: services.item_resolve(
+        adjudicator=boss, item_id=target.pk, decision=next(flip), note="bench"))
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="500,5000,50000")
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    import django
+
+    django.setup()
+    from django.db import connection
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    results: dict[int, dict[str, list[float]]] = {}
+    for n in sizes:
+        connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+        print(f"{connection.vendor}: {n} review items", flush=True)
+        try:
+            results[n] = measure(n, args.repeat)
+        finally:
+            connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
+    ops = list(results[sizes[0]])
+    head = f"{'operation':32}" + "".join(f"{f'{n} med':>12}{f'{n} p95':>12}" for n in sizes) + f"{'growth':>9}"
+    print(f"\n{connection.vendor}, ms, {args.repeat} runs each (shared machine: compare within one run)")
+    print(head)
+    for op in ops:
+        row = f"{op:32}"
+        for n in sizes:
+            v = results[n][op]
+            row += f"{statistics.median(v):12.1f}{percentile(v, 95):12.1f}"
+        first, last = statistics.median(results[sizes[0]][op]), statistics.median(results[sizes[-1]][op])
+        row += f"{last / first if first else float('nan'):8.1f}×"
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
