@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('curation', '0001_initial'),
+        ('curation', '0002_i14_effective_state'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('generation', '0001_initial'),
+        ('generation', '0002_i12_robust_generation'),
     ]
 
     operations = [

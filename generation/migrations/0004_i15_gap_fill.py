@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('generation', '0001_initial'),
+        ('generation', '0003_i13_api_outputs'),
     ]
 
     operations = [
