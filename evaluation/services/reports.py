@@ -1,0 +1,144 @@
+"""Reports of turn-level runs: outcomes, metrics with intervals and breakdowns, progress,
+comparisons of runs and of releases (Figure 5), the plain-text Table 2 row."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, Q
+
+from curation.models import Release, ReleaseTest
+from evaluation import metrics as M
+from evaluation import similarity as S
+from evaluation.models import EvaluationRun, ResultState, RunStatus
+from evaluation.services.common import BOOTSTRAP_SAMPLES, EvaluationError
+
+def _groups_for(entries: list[tuple[int, int, int, dict]]) -> dict[int, dict[str, list[str]]]:
+    """entry pk -> {"noise": [...], "stage": [...]} for the breakdowns."""
+    stages = M.stages_by_position((pk, conv, pos) for pk, conv, pos, _ in entries)
+    out = {}
+    for pk, _conv, _pos, data in entries:
+        kinds = [str(k) for k in (data.get("noise_kinds") or []) if k] if isinstance(data, dict) else []
+        out[pk] = {"noise": sorted(set(kinds)) or ["no noise"], "stage": [stages[pk]]}
+    return out
+
+
+def run_outcomes(run: EvaluationRun) -> list[M.Outcome]:
+    entries = list(ReleaseTest.objects.filter(release_id=run.release_id)
+                   .values_list("pk", "conversation_id", "position", "data"))
+    groups = _groups_for(entries)
+    expected_type = {pk: (data.get("expected") or {}).get("type") for pk, _c, _p, data in entries}
+    conv = {pk: c for pk, c, _p, _d in entries}
+    outcomes = []
+    for r in run.results.filter(state=ResultState.DONE).values(
+            "entry_id", "predicted_type", "reply_recalled", "reply_correct", "api_recalled", "api_correct",
+            "params_correct", "correct", "similarity", "error"):
+        outcomes.append(M.Outcome(
+            conversation_id=conv[r["entry_id"]], expected_type=expected_type[r["entry_id"]],
+            predicted_type=r["predicted_type"], reply_recalled=r["reply_recalled"],
+            reply_correct=r["reply_correct"], api_recalled=r["api_recalled"], api_correct=r["api_correct"],
+            params_correct=r["params_correct"], correct=r["correct"], similarity=r["similarity"],
+            reason=r["error"], groups=groups[r["entry_id"]],
+        ))
+    return outcomes
+
+
+def run_report(run: EvaluationRun, *, bootstrap: int = 0) -> dict[str, Any]:
+    outcomes = run_outcomes(run)
+    states = dict(run.results.values_list("state").annotate(n=Count("id")).values_list("state", "n"))
+    metrics = M.compute_metrics(outcomes, bootstrap=bootstrap, seed=run.pk or 0)
+    return {
+        "similarity": run.similarity,
+        "similarity_detail": S.describe(run.similarity),
+        "threshold": run.threshold,
+        "evaluated": len(outcomes),
+        "failed": states.get(ResultState.FAILED, 0),
+        "unparseable": sum(1 for o in outcomes if o.predicted_type == M.INVALID),
+        "bootstrap": bootstrap,
+        "metrics": M.metrics_to_json(metrics),
+        "by_noise": {g: M.metrics_to_json(m) for g, m in M.breakdown(outcomes, "noise").items()},
+        "by_stage": {g: M.metrics_to_json(m) for g, m in M.breakdown(outcomes, "stage").items()},
+    }
+
+
+def run_current_report(run: EvaluationRun) -> dict[str, Any]:
+    """The stored report of a finished run, or a live one (no intervals) while it runs."""
+    if run.metrics and run.metrics.get("metrics") and not run.is_active:
+        return run.metrics
+    return run_report(run, bootstrap=0)
+
+
+def run_progress(run: EvaluationRun) -> dict[str, int]:
+    counts = dict(run.results.values_list("state").annotate(n=Count("id")).values_list("state", "n"))
+    return {state: counts.get(state, 0) for state in ResultState.values} | {"total": run.total}
+
+
+def runs_with_progress(queryset):
+    """Runs annotated with `evaluated` (results done so far), for lists of active runs."""
+    return queryset.annotate(evaluated=Count("results", filter=Q(results__state=ResultState.DONE)))
+
+
+def runs_compare(runs: list[EvaluationRun]) -> list[dict[str, Any]]:
+    rows = []
+    for run in runs:
+        report = run_current_report(run)
+        rows.append({"run": run, "report": report, "metrics": M.metrics_from_json(report.get("metrics", {}))})
+    return rows
+
+
+def runs_differences(runs: list[EvaluationRun], *, bootstrap: int = BOOTSTRAP_SAMPLES) -> list[dict[str, Any]]:
+    """Each run after the first against the first (the baseline): metric differences with paired
+    bootstrap intervals over the conversations, when both ran on the same release."""
+    if len(runs) < 2:
+        return []
+    base = runs[0]
+    base_outcomes = run_outcomes(base)
+    out = []
+    for run in runs[1:]:
+        if run.release_id != base.release_id:
+            out.append({"run": run, "differences": None,
+                        "why": f"another release ({run.release}); differences are paired on one release"})
+            continue
+        diffs = M.paired_differences(run_outcomes(run), base_outcomes, bootstrap=bootstrap,
+                                     seed=base.pk * 100_003 + run.pk)
+        out.append({"run": run, "differences": [diffs[k] for k in M.METRIC_KEYS], "why": ""})
+    return out
+
+
+def latest_runs_by_agent(release: Release) -> dict[int, EvaluationRun]:
+    out: dict[int, EvaluationRun] = {}
+    for run in (EvaluationRun.objects.filter(release=release, status=RunStatus.SUCCEEDED)
+                .select_related("agent").order_by("-finished_at", "-id")):
+        out.setdefault(run.agent_id, run)
+    return out
+
+
+def releases_compare(*, release_a: Release, release_b: Release, metric: str = "test_correct") -> dict[str, Any]:
+    """Figure 5: one point per agent with a finished run on both releases, and the correlations."""
+    if metric not in M.METRIC_LABELS:
+        raise EvaluationError(f"unknown metric {metric!r}")
+    runs_a, runs_b = latest_runs_by_agent(release_a), latest_runs_by_agent(release_b)
+    points = []
+    for agent_id in sorted(set(runs_a) & set(runs_b), key=lambda a: runs_a[a].agent.name):
+        ma = M.metrics_from_json(run_current_report(runs_a[agent_id]).get("metrics", {})).get(metric)
+        mb = M.metrics_from_json(run_current_report(runs_b[agent_id]).get("metrics", {})).get(metric)
+        if ma is None or mb is None or ma.value is None or mb.value is None:
+            continue
+        points.append({"label": runs_a[agent_id].agent.name, "x": 100 * ma.value, "y": 100 * mb.value,
+                       "run_a": runs_a[agent_id], "run_b": runs_b[agent_id]})
+    xs, ys = [p["x"] for p in points], [p["y"] for p in points]
+    return {"points": points, "pearson": M.pearson(xs, ys), "spearman": M.spearman(xs, ys),
+            "metric": metric, "metric_label": M.METRIC_LABELS[metric]}
+
+
+def metric_table(metrics: dict[str, M.Metric]) -> str:
+    """The Table 2 row as plain text (the management command prints it)."""
+    lines = [f"{'metric':<26} {'value':>7}  {'n/d':>13}  95% CI"]
+    for key in M.METRIC_KEYS:
+        m = metrics.get(key)
+        if m is None:
+            continue
+        value = f"{m.percent:6.1f}%" if m.value is not None else "     –"
+        ci = (f"[{100 * m.ci_low:.1f}, {100 * m.ci_high:.1f}]" if m.ci_low is not None and m.ci_high is not None
+              else "")
+        lines.append(f"{m.label:<26} {value:>7}  {m.numerator:>6}/{m.denominator:<6}  {ci}")
+    return "\n".join(lines)
