@@ -15,6 +15,15 @@ correct API parameters   tests where the agent called the expected API   … wit
 test correctness         all tests                                       … fully correct
 conversation correctness conversations                                   … whose tests are all correct
 =======================  ==============================================  =======================
+
+A test whose agent call failed (no answer at all) is an :func:`unanswered` outcome: it enters every
+denominator its expected type enters and no numerator, so it counts as wrong and its conversation
+is not correct. :func:`answered_only` gives the same figures over the answered tests alone.
+
+API names are compared exactly and parameter values exactly after JSON-type normalisation
+(``812`` = ``"812"``) by default (:data:`EXACT`); :data:`LENIENT` is the older comparison
+(case, spaces and thousands separators ignored), available as a named option that reports show.
+docs/metrics.md has each rule next to the paper's wording.
 """
 from __future__ import annotations
 
@@ -28,6 +37,14 @@ from typing import Any
 REPLY = "reply"
 API_CALL = "api_call"
 INVALID = "invalid"
+FAILED = "failed"  # predicted_type of a test the agent never answered (its call failed)
+
+EXACT = "exact"
+LENIENT = "lenient"
+COMPARISONS: dict[str, str] = {
+    EXACT: "API and parameter names exactly; parameter values exactly after JSON-type normalisation (812 = \"812\")",
+    LENIENT: "lenient: names and string values ignore case and spacing (Get_Order_Details = get order details)",
+}
 
 METRICS: list[tuple[str, str]] = [
     ("reply_recall", "Reply recall"),
@@ -58,6 +75,10 @@ class Outcome:
     similarity: float | None = None
     reason: str = ""
     groups: dict[str, list[str]] = field(default_factory=dict)  # breakdown key -> group names
+
+    @property
+    def answered(self) -> bool:
+        return self.predicted_type != FAILED
 
     def counts(self) -> dict[str, tuple[int, int]]:
         """(numerator, denominator) contributions of this test to each test-level metric."""
@@ -147,6 +168,42 @@ def normalise_value(value: Any) -> Any:
     return normalise_value(str(value))
 
 
+_JSON_NUMBER = re.compile(r"^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$")
+_JSON_LITERALS = {"true": True, "false": False, "null": None}
+
+
+def json_value(value: Any) -> Any:
+    """JSON-type normalisation, the exact comparison's only leniency: a string that is a JSON
+    number or literal becomes that value ("812" -> 812, " 812 " -> 812, "true" -> True), integral
+    floats become ints (812.0 -> 812); every other string is kept as it is (case, spaces, leading
+    zeros: "0812" stays a string and differs from 812). Lists and dicts recurse; keys are kept."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+            return str(value)
+        return int(value) if float(value).is_integer() else float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text in _JSON_LITERALS:
+            return _JSON_LITERALS[text]
+        if _JSON_NUMBER.match(text):
+            return json_value(float(text)) if any(c in text for c in ".eE") else int(text)
+        return value
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    return str(value)
+
+
+def names_match(expected: Any, predicted: Any, comparison: str = EXACT) -> bool:
+    """API names: identical strings (exact), or equal after lower-casing and spaces to _ (lenient)."""
+    if comparison == LENIENT:
+        return normalise_name(expected) == normalise_name(predicted)
+    return str(expected or "") == str(predicted or "")
+
+
 def normalise_key(key: Any) -> str:
     return _SPACE.sub("_", str(key).strip()).lower()
 
@@ -155,14 +212,19 @@ def normalise_name(name: Any) -> str:
     return normalise_key(name or "")
 
 
-def params_match(expected: dict[str, Any] | None, predicted: dict[str, Any] | None) -> bool:
-    """Same parameter names with equal values after normalisation.
+def params_match(expected: dict[str, Any] | None, predicted: dict[str, Any] | None,
+                 comparison: str = EXACT) -> bool:
+    """Same parameter names with equal values: exactly after JSON-type normalisation
+    (:func:`json_value`), or after the lenient :func:`normalise_value` / :func:`normalise_key`.
 
     A predicted parameter left null counts as absent (agents often spell out optional
     parameters they do not use); any other extra or missing parameter is a mismatch.
     """
-    exp = {normalise_key(k): normalise_value(v) for k, v in (expected or {}).items()}
-    pred = {normalise_key(k): normalise_value(v) for k, v in (predicted or {}).items()}
+    if comparison not in COMPARISONS:
+        raise ValueError(f"unknown comparison {comparison!r}; choose one of {', '.join(COMPARISONS)}")
+    key, value = (normalise_key, normalise_value) if comparison == LENIENT else (str, json_value)
+    exp = {key(k): value(v) for k, v in (expected or {}).items()}
+    pred = {key(k): value(v) for k, v in (predicted or {}).items()}
     exp = {k: v for k, v in exp.items() if v is not None}
     pred = {k: v for k, v in pred.items() if v is not None}
     return exp == pred
@@ -173,13 +235,13 @@ def params_match(expected: dict[str, Any] | None, predicted: dict[str, Any] | No
 
 def judge(expected: dict[str, Any], action: dict[str, Any], *, similarity: float | None = None,
           threshold: float = 0.55, conversation_id: Any = None,
-          groups: dict[str, list[str]] | None = None) -> Outcome:
+          groups: dict[str, list[str]] | None = None, comparison: str = EXACT) -> Outcome:
     """Judge one predicted action against the expected one.
 
     `expected` is ``{"type": "reply", "content"}`` or ``{"type": "api_call", "name", "parameters"}``;
     `action` has the same shape, or ``{"type": "invalid", "reason"}`` for a reply that could not be
     parsed (it is wrong on every dimension it enters). `similarity` is the reply similarity, needed
-    only when both are replies.
+    only when both are replies. `comparison` is :data:`EXACT` or :data:`LENIENT`.
     """
     etype = expected.get("type")
     ptype = action.get("type") if action.get("type") in (REPLY, API_CALL) else INVALID
@@ -196,15 +258,30 @@ def judge(expected: dict[str, Any], action: dict[str, Any], *, similarity: float
     elif etype == API_CALL:
         out.api_recalled = ptype == API_CALL
         if out.api_recalled:
-            out.api_correct = normalise_name(action.get("name")) == normalise_name(expected.get("name"))
+            out.api_correct = names_match(expected.get("name"), action.get("name"), comparison)
             if out.api_correct:
-                out.params_correct = params_match(expected.get("parameters"), action.get("parameters"))
+                out.params_correct = params_match(expected.get("parameters"), action.get("parameters"), comparison)
         out.correct = out.params_correct
     else:
         raise ValueError(f"unknown expected type {etype!r}")
     if ptype == INVALID and not out.reason:
         out.reason = "the reply could not be parsed"
     return out
+
+
+def unanswered(expected: dict[str, Any], *, reason: str = "the agent call failed", conversation_id: Any = None,
+               groups: dict[str, list[str]] | None = None) -> Outcome:
+    """A test the agent never answered: wrong on every dimension its expected type enters."""
+    etype = expected.get("type")
+    if etype not in (REPLY, API_CALL):
+        raise ValueError(f"unknown expected type {etype!r}")
+    return Outcome(conversation_id=conversation_id, expected_type=etype, predicted_type=FAILED,
+                   reason=reason or "the agent call failed", groups=dict(groups or {}))
+
+
+def answered_only(outcomes: Iterable[Outcome]) -> list[Outcome]:
+    """The outcomes of answered tests: the second figure a report shows when calls failed."""
+    return [o for o in outcomes if o.answered]
 
 
 # --------------------------------------------------------------------------- aggregation

@@ -72,6 +72,7 @@ def _status_context(run: EvaluationRun) -> dict:
         "run": run, "progress": services.run_progress(run),
         # A finished run's report names the scorer as it ran (bf16 or fp32 encoder, say).
         "similarity_detail": (run.metrics or {}).get("similarity_detail") or S.describe(run.similarity),
+        "comparison_detail": M.COMPARISONS.get(run.comparison, run.comparison),
         "unparseable": run.results.filter(state=ResultState.DONE, predicted_type=M.INVALID).count(),
         "rejudge_form": RejudgeForm(initial={"similarity": S.AUTO, "threshold": run.threshold}),
         "rejudgements": run.rejudgements.order_by("-id")[:20],
@@ -102,6 +103,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     page = Paginator(results, 50).get_page(request.GET.get("page"))
     return render(request, "evaluation/run_detail.html", {
         **_status_context(run), "report": report, "metrics": _metric_rows(report),
+        "metrics_answered": _metric_rows({"metrics": report.get("metrics_answered")}),
         "by_noise": _breakdown_rows(report.get("by_noise")),
         "by_stage": _breakdown_rows(report.get("by_stage")),
         "metric_labels": M.METRICS, "page": page, "show": show,

@@ -39,6 +39,7 @@ from evaluation.services.lifecycle import (  # noqa: F401
 from evaluation.services.rejudge import REJUDGE_CHUNK, JUDGED_COLUMNS, rejudge_execute, run_rejudge  # noqa: F401
 from evaluation.services.reports import (  # noqa: F401
     latest_runs_by_agent,
+    extra_report_lines,
     metric_table,
     releases_compare,
     run_current_report,

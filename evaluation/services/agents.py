@@ -156,6 +156,7 @@ def agent_answer(agent: Agent, data: dict[str, Any], *, key: str = "") -> Answer
         if result.tool_calls:
             raw = json.dumps({"content": result.content, "tool_calls": result.tool_calls}, ensure_ascii=False)
     else:
-        action = parse_json_answer(result.content)
+        names = [a.get("name") for a in data.get("apis") or [] if isinstance(a, dict)]
+        action = parse_json_answer(result.content, api_names=names)
         raw = result.content or ""
     return Answer(action=action, raw=raw, latency_ms=result.latency_ms, call_id=result.call_id)

@@ -9,9 +9,10 @@ from django.db.models import Q
 from evaluation import metrics as M
 from evaluation.models import EvaluationRun, ResultState
 
-RESULT_COLUMNS = ["test_id", "conversation_id", "position", "noise_kinds", "expected_type", "expected",
+RESULT_COLUMNS = ["test_id", "conversation_id", "position", "trial", "noise_kinds", "expected_type", "expected",
                   "predicted_type", "answer", "similarity", "reply_recalled", "reply_correct", "api_recalled",
-                  "api_correct", "params_correct", "correct", "reason", "state", "latency_ms", "raw_reply"]
+                  "api_correct", "params_correct", "correct", "reason", "state", "latency_ms", "raw_reply",
+                  "similarity_method", "threshold", "comparison"]
 
 
 def _action_text(action: dict[str, Any]) -> str:
@@ -24,21 +25,25 @@ def _action_text(action: dict[str, Any]) -> str:
 
 def run_result_rows(run: EvaluationRun, chunk_size: int = 500):
     """One dict per test of the run (RESULT_COLUMNS), in conversation order, for downloads."""
-    rows = (run.results.order_by("entry__conversation_id", "entry__position", "entry__test_id")
-            .values_list("entry__test_id", "entry__conversation_id", "entry__position", "entry__data__noise_kinds",
+    # How "correct" was decided, on every row: the file may travel without the run page.
+    how = {"similarity_method": run.similarity, "threshold": run.threshold, "comparison": run.comparison}
+    rows = (run.results.order_by("entry__conversation_id", "entry__position", "entry__test_id", "trial")
+            .values_list("entry__test_id", "entry__conversation_id", "entry__position", "trial",
+                         "entry__data__noise_kinds",
                          "entry__data__expected", "predicted_type", "parsed", "similarity", "reply_recalled",
                          "reply_correct", "api_recalled", "api_correct", "params_correct", "correct", "error",
                          "state", "latency_ms", "raw_reply"))
-    for (test_id, conv, pos, noise, expected, ptype, parsed, sim, rr, rc, ar, ac, pc, correct, error, state,
+    for (test_id, conv, pos, trial, noise, expected, ptype, parsed, sim, rr, rc, ar, ac, pc, correct, error, state,
          latency, raw) in rows.iterator(chunk_size=chunk_size):
         expected = expected or {}
         yield {
-            "test_id": test_id, "conversation_id": conv, "position": pos, "noise_kinds": ",".join(noise or []),
+            "test_id": test_id, "conversation_id": conv, "position": pos, "trial": trial,
+            "noise_kinds": ",".join(noise or []),
             "expected_type": expected.get("type", ""), "expected": _action_text(expected),
             "predicted_type": ptype, "answer": _action_text(parsed or {}),
             "similarity": "" if sim is None else f"{sim:.4f}", "reply_recalled": int(rr), "reply_correct": int(rc),
             "api_recalled": int(ar), "api_correct": int(ac), "params_correct": int(pc), "correct": int(correct),
-            "reason": error, "state": state, "latency_ms": latency, "raw_reply": raw,
+            "reason": error, "state": state, "latency_ms": latency, "raw_reply": raw, **how,
         }
 
 

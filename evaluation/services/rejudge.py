@@ -18,7 +18,7 @@ REJUDGE_CHUNK = 512  # results scored per batch (one BERTScore call, one bulk up
 
 @transaction.atomic
 def run_rejudge(*, run: EvaluationRun, similarity: str = S.AUTO, threshold: float | None = None,
-                created_by=None, start: bool = True) -> EvaluationRun:
+                created_by=None, start: bool = True, comparison: str | None = None) -> EvaluationRun:
     """A new run that judges the stored answers of a succeeded run again, with another reply
     similarity and/or threshold, without asking the agent. Its results start pending and are
     scored in batches (BERTScore embeds all their replies at once) by one lane."""
@@ -29,14 +29,18 @@ def run_rejudge(*, run: EvaluationRun, similarity: str = S.AUTO, threshold: floa
     threshold = source.threshold if threshold is None else float(threshold)
     if not 0.0 <= threshold <= 1.0:
         raise EvaluationError(f"threshold {threshold} is outside 0..1")
+    if comparison is not None and comparison not in M.COMPARISONS:
+        raise EvaluationError(f"unknown comparison {comparison!r}; choose one of {', '.join(M.COMPARISONS)}")
     new = EvaluationRun.objects.create(
         agent=source.agent, release=source.release, created_by=created_by, similarity=scorer.name,
-        threshold=threshold, concurrency=1, total=source.total, rejudged_from=source)
-    copied = [TestResult(run=new, entry_id=entry_id, raw_reply=raw, parsed=parsed, latency_ms=latency,
-                         llm_call_id=call_id, attempts=attempts)
-              for entry_id, raw, parsed, latency, call_id, attempts in source.results.filter(
+        threshold=threshold, concurrency=1, total=source.total, rejudged_from=source,
+        comparison=source.comparison if comparison is None else comparison, trials=source.trials, dst=source.dst)
+    copied = [TestResult(run=new, entry_id=entry_id, trial=trial, raw_reply=raw, parsed=parsed, latency_ms=latency,
+                         llm_call_id=call_id, attempts=attempts, predicted_state=state)
+              for entry_id, trial, raw, parsed, latency, call_id, attempts, state in source.results.filter(
                   state=ResultState.DONE).order_by("id").values_list(
-                  "entry_id", "raw_reply", "parsed", "latency_ms", "llm_call_id", "attempts")]
+                  "entry_id", "trial", "raw_reply", "parsed", "latency_ms", "llm_call_id", "attempts",
+                  "predicted_state")]
     TestResult.objects.bulk_create(copied, batch_size=500)
     if start:
         run_start(run_id=new.pk)
@@ -86,7 +90,8 @@ def rejudge_execute(*, run_id: int, chunk: int = REJUDGE_CHUNK) -> int:
         now = timezone.now()
         rows = []
         for i, (pk, parsed, expected) in enumerate(batch):
-            outcome = M.judge(expected or {}, parsed or {}, similarity=similarity.get(i), threshold=run.threshold)
+            outcome = M.judge(expected or {}, parsed or {}, similarity=similarity.get(i), threshold=run.threshold,
+                              comparison=run.comparison)
             rows.append((pk, {**judged_fields(outcome, parsed or {}), "finished_at": now}))
         _store_judged(rows)
         judged += len(batch)

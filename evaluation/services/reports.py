@@ -9,6 +9,7 @@ from django.db.models import Count, Q
 from curation.models import Release, ReleaseTest
 from evaluation import metrics as M
 from evaluation import similarity as S
+from evaluation import trials as T
 from evaluation.models import EvaluationRun, ResultState, RunStatus
 from evaluation.services.common import BOOTSTRAP_SAMPLES, EvaluationError
 
@@ -22,42 +23,74 @@ def _groups_for(entries: list[tuple[int, int, int, dict]]) -> dict[int, dict[str
     return out
 
 
-def run_outcomes(run: EvaluationRun) -> list[M.Outcome]:
+OUTCOME_COLUMNS = ("entry_id", "trial", "state", "predicted_type", "reply_recalled", "reply_correct", "api_recalled",
+                   "api_correct", "params_correct", "correct", "similarity", "error")
+
+
+def run_trial_outcomes(run: EvaluationRun) -> list[tuple[int, int, M.Outcome]]:
+    """(entry pk, trial, outcome) for every answered test, and for every test whose call failed
+    (an unanswered outcome: wrong). Once the run has stopped, tests it never reached count as
+    unanswered too; while it runs they are simply not there yet."""
     entries = list(ReleaseTest.objects.filter(release_id=run.release_id)
                    .values_list("pk", "conversation_id", "position", "data"))
     groups = _groups_for(entries)
-    expected_type = {pk: (data.get("expected") or {}).get("type") for pk, _c, _p, data in entries}
+    expected = {pk: (data.get("expected") or {}) for pk, _c, _p, data in entries}
     conv = {pk: c for pk, c, _p, _d in entries}
+    missing = [ResultState.FAILED] + ([] if run.is_active else [ResultState.PENDING, ResultState.RUNNING])
     outcomes = []
-    for r in run.results.filter(state=ResultState.DONE).values(
-            "entry_id", "predicted_type", "reply_recalled", "reply_correct", "api_recalled", "api_correct",
-            "params_correct", "correct", "similarity", "error"):
-        outcomes.append(M.Outcome(
-            conversation_id=conv[r["entry_id"]], expected_type=expected_type[r["entry_id"]],
-            predicted_type=r["predicted_type"], reply_recalled=r["reply_recalled"],
-            reply_correct=r["reply_correct"], api_recalled=r["api_recalled"], api_correct=r["api_correct"],
-            params_correct=r["params_correct"], correct=r["correct"], similarity=r["similarity"],
-            reason=r["error"], groups=groups[r["entry_id"]],
-        ))
+    for r in run.results.filter(state__in=[ResultState.DONE, *missing]).values(*OUTCOME_COLUMNS):
+        pk = r["entry_id"]
+        if r["state"] != ResultState.DONE:
+            reason = r["error"] or ("the run stopped before this test" if r["state"] != ResultState.FAILED
+                                    else "the agent call failed")
+            outcome = M.unanswered(expected[pk], reason=reason, conversation_id=conv[pk], groups=groups[pk])
+        else:
+            outcome = M.Outcome(
+                conversation_id=conv[pk], expected_type=expected[pk].get("type"),
+                predicted_type=r["predicted_type"], reply_recalled=r["reply_recalled"],
+                reply_correct=r["reply_correct"], api_recalled=r["api_recalled"], api_correct=r["api_correct"],
+                params_correct=r["params_correct"], correct=r["correct"], similarity=r["similarity"],
+                reason=r["error"], groups=groups[pk])
+        outcomes.append((pk, r["trial"], outcome))
     return outcomes
 
 
+def run_outcomes(run: EvaluationRun) -> list[M.Outcome]:
+    """The first trial's outcomes (the seven metrics are over one answer per test), failed calls
+    included as unanswered (wrong)."""
+    return [o for _pk, trial, o in run_trial_outcomes(run) if trial == 0]
+
+
 def run_report(run: EvaluationRun, *, bootstrap: int = 0) -> dict[str, Any]:
-    outcomes = run_outcomes(run)
+    """The seven metrics over all tests (a failed call counts as wrong) and over the answered
+    tests, breakdowns, and the settings that decide what "correct" means (similarity, threshold,
+    comparison), so that every page and export that shows the numbers can say how they were made."""
+    trial_outcomes = run_trial_outcomes(run)
+    outcomes = [o for _pk, trial, o in trial_outcomes if trial == 0]
+    answered = M.answered_only(outcomes)
     states = dict(run.results.values_list("state").annotate(n=Count("id")).values_list("state", "n"))
     metrics = M.compute_metrics(outcomes, bootstrap=bootstrap, seed=run.pk or 0)
-    return {
+    unanswered = len(outcomes) - len(answered)
+    report = {
         "similarity": run.similarity,
         "similarity_detail": S.describe(run.similarity),
         "threshold": run.threshold,
-        "evaluated": len(outcomes),
+        "comparison": run.comparison,
+        "comparison_detail": M.COMPARISONS.get(run.comparison, run.comparison),
+        "evaluated": states.get(ResultState.DONE, 0),
         "failed": states.get(ResultState.FAILED, 0),
-        "unparseable": sum(1 for o in outcomes if o.predicted_type == M.INVALID),
+        "unanswered": unanswered,
+        "complete": unanswered == 0,
+        "unparseable": sum(1 for o in answered if o.predicted_type == M.INVALID),
         "bootstrap": bootstrap,
         "metrics": M.metrics_to_json(metrics),
+        "metrics_answered": M.metrics_to_json(M.compute_metrics(answered, bootstrap=bootstrap, seed=run.pk or 0)),
         "by_noise": {g: M.metrics_to_json(m) for g, m in M.breakdown(outcomes, "noise").items()},
         "by_stage": {g: M.metrics_to_json(m) for g, m in M.breakdown(outcomes, "stage").items()},
     }
+    if run.trials > 1:
+        report["trials"] = T.trials_report(trial_outcomes, run.trials, bootstrap=bootstrap, seed=run.pk or 0)
+    return report
 
 
 def run_current_report(run: EvaluationRun) -> dict[str, Any]:
@@ -142,3 +175,19 @@ def metric_table(metrics: dict[str, M.Metric]) -> str:
               else "")
         lines.append(f"{m.label:<26} {value:>7}  {m.numerator:>6}/{m.denominator:<6}  {ci}")
     return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def extra_report_lines(report: dict[str, Any]) -> list[str]:
+    """Plain-text lines for the report sections beyond Table 2 (repeated trials, actions, state)."""
+    lines: list[str] = []
+    trials = report.get("trials")
+    if trials:
+        lines.append(f"repeated trials: {trials['trials']} per test (pass^k: all k succeed; pass@k: one does)")
+        for key, m in trials["metrics"].items():
+            cells = "  ".join(f"^{r['k']} {_pct(r['pass_hat_k'])} @{r['k']} {_pct(r['pass_at_k'])}" for r in m["rows"])
+            lines.append(f"  {m['label']:<26} ({m['level']}s) {cells}")
+    return lines

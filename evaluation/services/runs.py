@@ -36,11 +36,25 @@ from evaluation.services.lifecycle import (
 )
 from evaluation.services.reports import run_report
 
+MAX_TRIALS = 20
+
+
 @transaction.atomic
 def run_create(*, agent: Agent, release: Release, created_by=None, similarity: str = S.AUTO,
-               threshold: float | None = None, concurrency: int | None = None, start: bool = True) -> EvaluationRun:
-    """A queued run with one pending result per release test; started by a worker after commit."""
+               threshold: float | None = None, concurrency: int | None = None, start: bool = True,
+               comparison: str = M.EXACT, trials: int = 1, dst: bool = False) -> EvaluationRun:
+    """A queued run with one pending result per release test and trial; started by a worker after
+    commit. `trials` > 1 repeats each test (pass^k) and needs an agent with temperature > 0;
+    `dst` also asks the agent for the dialogue state at each test."""
     scorer = S.get_scorer(similarity)  # raises when BERTScore is asked for but not installed
+    if comparison not in M.COMPARISONS:
+        raise EvaluationError(f"unknown comparison {comparison!r}; choose one of {', '.join(M.COMPARISONS)}")
+    trials = int(trials or 1)
+    if not 1 <= trials <= MAX_TRIALS:
+        raise EvaluationError(f"trials must be between 1 and {MAX_TRIALS}, not {trials}")
+    if trials > 1 and not agent.is_reference and agent.temperature <= 0:
+        raise EvaluationError(f"repeated trials need an agent with temperature > 0: {agent.name} has "
+                              f"{agent.temperature}, so every trial would give the same answer")
     entry_ids = list(release.entries.values_list("pk", flat=True))
     if not entry_ids:
         raise EvaluationError(f"release {release} has no tests")
@@ -52,9 +66,11 @@ def run_create(*, agent: Agent, release: Release, created_by=None, similarity: s
     run = EvaluationRun.objects.create(
         agent=agent, release=release, created_by=created_by, similarity=scorer.name,
         threshold=settings.BERTSCORE_THRESHOLD if threshold is None else threshold,
-        concurrency=concurrency or settings.LLM_MAX_CONCURRENCY, total=len(entry_ids),
+        concurrency=concurrency or settings.LLM_MAX_CONCURRENCY, total=len(entry_ids) * trials,
+        comparison=comparison, trials=trials, dst=bool(dst),
     )
-    TestResult.objects.bulk_create([TestResult(run=run, entry_id=pk) for pk in entry_ids], batch_size=500)
+    TestResult.objects.bulk_create([TestResult(run=run, entry_id=pk, trial=t) for t in range(trials)
+                                    for pk in entry_ids], batch_size=500)
     if start:
         run_start(run_id=run.pk)
         run.refresh_from_db()
@@ -93,12 +109,13 @@ def _claim(run_id: int) -> TestResult | None | bool:
     return claim_pending(TestResult, run_id, related=("entry",))
 
 
-def judge_answer(data: dict[str, Any], action: dict[str, Any], *, scorer: S.Scorer, threshold: float) -> M.Outcome:
+def judge_answer(data: dict[str, Any], action: dict[str, Any], *, scorer: S.Scorer, threshold: float,
+                 comparison: str = M.EXACT) -> M.Outcome:
     expected = data.get("expected") or {}
     sim = None
     if expected.get("type") == M.REPLY and action.get("type") == M.REPLY:
         sim = scorer.score([action["content"]], [str(expected.get("content", ""))])[0]
-    return M.judge(expected, action, similarity=sim, threshold=threshold)
+    return M.judge(expected, action, similarity=sim, threshold=threshold, comparison=comparison)
 
 
 def judged_fields(outcome: M.Outcome, action: dict[str, Any]) -> dict[str, Any]:
@@ -147,11 +164,12 @@ def run_step(*, run_id: int, run: EvaluationRun | None = None) -> bool:
         run_finish_if_done(run_id=run_id)
         return False
     data = result.entry.data or {}
-    key = f"run{run.pk}:test{result.entry.test_id}"
+    key = f"run{run.pk}:test{result.entry.test_id}" + (f":trial{result.trial}" if result.trial else "")
     fields: dict[str, Any]
     try:
         answer = agent_answer(run.agent, data, key=key)
-        outcome = judge_answer(data, answer.action, scorer=S.get_scorer(run.similarity), threshold=run.threshold)
+        outcome = judge_answer(data, answer.action, scorer=S.get_scorer(run.similarity), threshold=run.threshold,
+                               comparison=run.comparison)
     except LLMUnavailable as exc:
         TestResult.objects.filter(pk=result.pk).update(state=ResultState.PENDING, claimed_at=None)
         run_fail(run_id=run_id, error=str(exc))
@@ -179,7 +197,8 @@ def run_finish_if_done(*, run_id: int) -> bool:
     """When no test is pending or in flight: store the report and close the run (idempotent)."""
     return finish_run(EvaluationRun, run_id, report_fn=lambda run: run_report(run, bootstrap=BOOTSTRAP_SAMPLES),
                       done_key="evaluated",
-                      failed_message="{failed} test(s) could not be evaluated (the LLM call failed); resume to "
+                      failed_message="{failed} test(s) could not be evaluated (the LLM call failed): they count as wrong in "
+                                     "the metrics, which are incomplete; resume to "
                                      "retry them.")
 
 
