@@ -36,11 +36,11 @@ def run_rejudge(*, run: EvaluationRun, similarity: str = S.AUTO, threshold: floa
         threshold=threshold, concurrency=1, total=source.total, rejudged_from=source,
         comparison=source.comparison if comparison is None else comparison, trials=source.trials, dst=source.dst)
     copied = [TestResult(run=new, entry_id=entry_id, trial=trial, raw_reply=raw, parsed=parsed, latency_ms=latency,
-                         llm_call_id=call_id, attempts=attempts, predicted_state=state)
-              for entry_id, trial, raw, parsed, latency, call_id, attempts, state in source.results.filter(
+                         llm_call_id=call_id, attempts=attempts, predicted_state=state, predicted_action=action)
+              for entry_id, trial, raw, parsed, latency, call_id, attempts, state, action in source.results.filter(
                   state=ResultState.DONE).order_by("id").values_list(
                   "entry_id", "trial", "raw_reply", "parsed", "latency_ms", "llm_call_id", "attempts",
-                  "predicted_state")]
+                  "predicted_state", "predicted_action")]
     TestResult.objects.bulk_create(copied, batch_size=500)
     if start:
         run_start(run_id=new.pk)

@@ -12,6 +12,7 @@ from evaluation import similarity as S
 from evaluation import trials as T
 from evaluation.models import EvaluationRun, ResultState, RunStatus
 from evaluation.services.common import BOOTSTRAP_SAMPLES, EvaluationError
+from evaluation.services.dialogue import dialogue_sections
 
 def _groups_for(entries: list[tuple[int, int, int, dict]]) -> dict[int, dict[str, list[str]]]:
     """entry pk -> {"noise": [...], "stage": [...]} for the breakdowns."""
@@ -88,6 +89,8 @@ def run_report(run: EvaluationRun, *, bootstrap: int = 0) -> dict[str, Any]:
         "by_noise": {g: M.metrics_to_json(m) for g, m in M.breakdown(outcomes, "noise").items()},
         "by_stage": {g: M.metrics_to_json(m) for g, m in M.breakdown(outcomes, "stage").items()},
     }
+    entries_groups = {pk: o.groups for pk, trial, o in trial_outcomes if trial == 0}
+    report.update(dialogue_sections(run, entries_groups))
     if run.trials > 1:
         report["trials"] = T.trials_report(trial_outcomes, run.trials, bootstrap=bootstrap, seed=run.pk or 0)
     return report
@@ -184,6 +187,13 @@ def _pct(value: float | None) -> str:
 def extra_report_lines(report: dict[str, Any]) -> list[str]:
     """Plain-text lines for the report sections beyond Table 2 (repeated trials, actions, state)."""
     lines: list[str] = []
+    actions = report.get("actions")
+    if actions and actions["total"]:
+        lines.append(f"action prediction accuracy: {_pct(actions['accuracy'])} ({actions['correct']}/{actions['total']})")
+    dst = report.get("dst")
+    if dst:
+        lines.append(f"dialogue state: joint goal accuracy {_pct(dst['joint_goal_accuracy'])} "
+                     f"({dst['joint']}/{dst['total']}), slot F1 {_pct(dst['slot_f1'])}")
     trials = report.get("trials")
     if trials:
         lines.append(f"repeated trials: {trials['trials']} per test (pass^k: all k succeed; pass@k: one does)")

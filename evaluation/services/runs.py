@@ -25,6 +25,8 @@ from evaluation import similarity as S
 from evaluation.models import Agent, EvaluationRun, ResultState, RunStatus, TestResult
 from evaluation.services.agents import agent_answer
 from evaluation.services.common import BOOTSTRAP_SAMPLES, EvaluationError
+from evaluation.services.dialogue import agent_state
+from generation.pipeline.dialogue_actions import answer_action
 from evaluation.services.lifecycle import (
     cancel_run,
     claim_pending,
@@ -179,7 +181,13 @@ def run_step(*, run_id: int, run: EvaluationRun | None = None) -> bool:
                   "llm_call_id": getattr(exc, "call_id", None)}
     else:
         fields = {"raw_reply": answer.raw, "parsed": answer.action, "latency_ms": answer.latency_ms,
-                  "llm_call_id": answer.call_id, **judged_fields(outcome, answer.action)}
+                  "llm_call_id": answer.call_id, **judged_fields(outcome, answer.action),
+                  "predicted_action": answer_action(data.get("context") or [], answer.action)}
+        if run.dst:
+            try:
+                fields["predicted_state"] = agent_state(run.agent, result.entry, key=key)
+            except LLMFailed as exc:  # the action was answered; the state is missing (wrong)
+                fields["predicted_state"] = {"invalid": f"call failed: {exc}"[:500]}
     # Only the lane holding the claim writes; a stale lane that comes back late is ignored. The
     # run's `done` counter is set when the run finishes (pages count results while it runs), so
     # lanes never queue on the run row.
