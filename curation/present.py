@@ -78,6 +78,15 @@ def _apis(procedure: Procedure) -> list[Api]:
     return list(Api.objects.raw(sql, [procedure.pk]))
 
 
+def turns_with_actions(messages: list, actions: list | None) -> list:
+    """Each message with its ToolDial dialogue action (stored, or labelled now for older rows)."""
+    from generation.pipeline.dialogue_actions import label_turns
+
+    if not isinstance(actions, list) or len(actions) != len(messages or []):
+        actions = label_turns(messages or [])
+    return [dict(m, action=a) if isinstance(m, dict) else m for m, a in zip(messages or [], actions)]
+
+
 def item_context(item: ReviewItem) -> dict[str, Any]:
     artifact = artifact_for(item)
     ctx: dict[str, Any] = {
@@ -101,7 +110,7 @@ def item_context(item: ReviewItem) -> dict[str, Any]:
         ctx["graphs"].append({"title": "Its flowgraph", **cached_svg(artifact.flowgraph), "secondary": True})
     else:
         procedure = artifact.procedure
-        ctx["turns"] = artifact.messages
+        ctx["turns"] = turns_with_actions(artifact.messages, artifact.turn_actions)
         if artifact.path_id:
             cg = artifact.path.conversation_graph
             ctx["path"] = artifact.path

@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from curation.exports import CsvLineMaker
+from curation.exports import CSV_COLUMNS, CsvLineMaker
 from curation.models import Release, ReleaseKind, ReleaseRecord, ReleaseTest, ReviewStage
 from generation.imports import (
     api_row_to_dict, conversation_graph_record, conversation_record, flowgraph_record, intent_record,
@@ -126,6 +126,7 @@ def test_data(test: Test, conv: Conversation, proc: Procedure, intent: Intent, a
         "apis": apis,
         "context": test.context,
         "expected": test.expected,
+        "expected_action": test.action,
         "noise_kinds": list(conv.noise_kinds or []),
         "conversation_mode": conv.mode,
         "path_id": path.pk if path else None,
@@ -278,6 +279,7 @@ def _manifest(release: Release, stats: dict) -> dict[str, Any]:
         },
         "format": {"name": "almita", "version": 1},
         "csv_lines": True,
+        "csv_columns": len(CSV_COLUMNS),
     }
 
 

@@ -27,6 +27,7 @@ from generation.models import (
     Api, Conversation, ConversationGraph, Flowgraph, Intent, Origin, Procedure, SampledPath, Test,
 )
 from generation.pipeline.apis import ApiFormatError, ApiSpec, api_to_dict, parse_api_list
+from generation.pipeline.dialogue_actions import answer_action, label_turns
 from generation.pipeline.formats import GraphFormatError, graph_from_json, graph_to_json
 
 FORMAT_NAME = "almita"
@@ -744,8 +745,10 @@ def _write_tests(conversation: Conversation, row: PlannedRow) -> int:
             expected_text=exp.get("content", "") if exp["type"] == "reply" else "",
             expected_api_name=exp.get("name", "") if exp["type"] == "api_call" else "",
             expected_parameters=exp.get("parameters", {}) if exp["type"] == "api_call" else {},
+            action=answer_action(t["context"], exp),
         ))
     Test.objects.bulk_create(objs)
+    Conversation.objects.filter(pk=conversation.pk).update(turn_actions=label_turns(conversation.messages or []))
     return len(objs)
 
 

@@ -261,6 +261,8 @@ class Conversation(Artifact):
     # [{"role": "user"|"assistant"|"api"|"api_output", "content": str}]
     messages = models.JSONField(default=list)
     noise_kinds = models.JSONField(default=list, blank=True)
+    # One ToolDial dialogue action per message (None for api_output): pipeline/dialogue_actions.py.
+    turn_actions = models.JSONField(default=list, blank=True)
 
     class Meta(Artifact.Meta):
         pass
@@ -281,6 +283,8 @@ class Test(Artifact):
     expected_text = models.TextField(blank=True)
     expected_api_name = models.CharField(max_length=200, blank=True)
     expected_parameters = models.JSONField(default=dict, blank=True)
+    # The ToolDial dialogue action of the expected step (request, response, call, ...).
+    action = models.CharField(max_length=32, blank=True)
 
     class Meta(Artifact.Meta):
         ordering = ["conversation_id", "position"]

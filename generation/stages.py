@@ -35,6 +35,7 @@ from generation.models import (
 )
 from generation.pipeline.apis import ApiFormatError, ApiSpec, ParamSpec, api_to_dict, parse_api_list
 from generation.pipeline.convert import flowgraph_to_conversation_graph
+from generation.pipeline.dialogue_actions import answer_action, label_turns
 from generation.pipeline.extract import ApiCallParseError, extract_tests
 from generation.pipeline.formats import (
     GraphFormatError,
@@ -503,7 +504,8 @@ def run_conversations(ctx: Context, key: str, index: int, parent: str) -> ItemRe
         return discard_for_violations(result, key, violations, convo)
     result.passed = 1
     result.outputs.append(Output(Conversation, key, {**fields, "messages": convo,
-                                                     "validation": violations_json(violations)}))
+                                                     "validation": violations_json(violations),
+                                                     "turn_actions": label_turns(convo)}))
     return result
 
 
@@ -520,7 +522,7 @@ def run_tests(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
         result.generated += 1
         result.passed += 1
         fields = {"conversation_id": convo.pk, "position": t["position"], "context": t["context"],
-                  "origin": Origin.DERIVED}
+                  "origin": Origin.DERIVED, "action": answer_action(t["context"], e)}
         if e["type"] == "api_call":
             fields.update(expected_type=Test.ExpectedType.API_CALL, expected_api_name=e["name"][:200],
                           expected_parameters=e["parameters"], expected_text="")
