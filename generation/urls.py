@@ -1,6 +1,6 @@
 from django.urls import path
 
-from generation import views
+from generation import api_graph_views, views
 
 app_name = "generation"
 urlpatterns = [
@@ -13,4 +13,5 @@ urlpatterns = [
     path("jobs/<int:job_id>/calls/<int:call_id>/", views.llm_call, name="llm_call"),
     path("jobs/<int:job_id>/items/<str:stage>/", views.job_items, name="items"),
     path("items/<str:kind>/<int:pk>/", views.item_detail, name="item"),
+    path("api-graph/", api_graph_views.api_graph, name="api_graph"),
 ]
