@@ -164,6 +164,8 @@ class Procedure(Artifact):
     intent = models.ForeignKey(Intent, on_delete=models.CASCADE, related_name="procedures")
     title = models.CharField(max_length=300, blank=True)
     text = models.TextField()
+    # Multi-API generation: the API chain the procedure was seeded from (generation/multi_api.py).
+    api_chain = models.JSONField(default=dict, blank=True)
 
     class Meta(Artifact.Meta):
         pass

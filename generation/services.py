@@ -29,7 +29,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from generation import llm
+from generation import llm, multi_api
 from generation.models import (
     Api,
     Conversation,
@@ -109,7 +109,7 @@ def job_config_normalise(config: dict[str, Any]) -> dict[str, Any]:
         raise JobConfigError(f"unknown start stage {cfg['start']!r}")
     if cfg["start"] == "intents" and cfg["intents"] == 0:
         raise JobConfigError("give a number of intents to generate, or import items to start from")
-    return cfg
+    return multi_api.config_normalise(cfg)
 
 
 def llm_stages(cfg: dict[str, Any]) -> list[str]:

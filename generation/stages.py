@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from django.db import models as dj
 
-from generation import llm, prompts
+from generation import llm, multi_api, prompts
 from generation.models import (
     Api,
     Conversation,
@@ -318,19 +318,23 @@ def run_procedures(ctx: Context, key: str, index: int, parent: str) -> ItemResul
     k = int(ctx.config.get("procedures_per_intent") or 1)
     messages = prompts.render("A.2", client=intent.client, issue=intent.issue, name=intent.name,
                               variant=index % k + 1, variants=k)
+    chain = multi_api.chain_for(ctx.config, index)
+    messages = multi_api.with_chain_a2(messages, chain)
     text = ctx.llm("procedures", "A.2", key, messages, json_mode=False).strip()
     result = ItemResult(generated=1)
     if len(text) < MIN_PROCEDURE_CHARS:
         return result.discard(key, "procedure_too_short", f"{len(text)} characters (< {MIN_PROCEDURE_CHARS})", text)
     title = next((ln.lstrip("# ").strip() for ln in text.splitlines() if ln.strip()), "")[:300]
     result.passed = 1
-    result.outputs.append(Output(Procedure, key, {"intent_id": intent.pk, "title": title, "text": text}))
+    result.outputs.append(Output(Procedure, key, {"intent_id": intent.pk, "title": title, "text": text,
+                                                  "api_chain": chain or {}}))
     return result
 
 
 def run_apis(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     procedure = Procedure.objects.get(pk=int(parent))
     messages = prompts.render("A.3", procedure=procedure.text)
+    messages = multi_api.with_chain_a3(messages, procedure.api_chain or None)
     reply = ctx.llm("apis", "A.3", key, messages, json_mode=True)
     result = ItemResult(generated=1)
     try:

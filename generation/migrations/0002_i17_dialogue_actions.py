@@ -33,5 +33,10 @@ class Migration(migrations.Migration):
             name='action',
             field=models.CharField(blank=True, max_length=32),
         ),
+        migrations.AddField(
+            model_name='procedure',
+            name='api_chain',
+            field=models.JSONField(blank=True, default=dict),
+        ),
         migrations.RunPython(label_existing, migrations.RunPython.noop),
     ]
