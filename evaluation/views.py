@@ -58,7 +58,9 @@ def run_create(request: HttpRequest) -> HttpResponse:
         run = services.run_create(agent=form.cleaned_data["agent"], release=form.cleaned_data["release"],
                                   created_by=request.user, similarity=form.cleaned_data["similarity"],
                                   threshold=form.cleaned_data["threshold"],
-                                  concurrency=form.cleaned_data["concurrency"])
+                                  concurrency=form.cleaned_data["concurrency"],
+                                  comparison=form.cleaned_data["comparison"] or M.EXACT, trials=form.cleaned_data["trials"] or 1,
+                                  dst=form.cleaned_data["dst"])
     except (services.EvaluationError, S.SimilarityUnavailable) as exc:
         messages.error(request, str(exc))
         return redirect("evaluation:runs")

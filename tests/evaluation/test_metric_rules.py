@@ -158,3 +158,22 @@ def test_unknown_comparison_is_refused(small_release):
     gold = services.reference_agents_ensure()[0]
     with pytest.raises(services.EvaluationError, match="unknown comparison"):
         services.run_create(agent=gold, release=small_release, similarity="lexical", comparison="fuzzy", start=False)
+
+
+@pytest.mark.django_db
+def test_the_run_form_and_the_api_take_comparison_trials_and_dst(client, researcher, small_release):
+    gold = services.reference_agents_ensure()[0]
+    client.force_login(researcher)
+    response = client.post(reverse("evaluation:run_create"), {
+        "agent": gold.pk, "release": small_release.pk, "similarity": "lexical", "comparison": "lenient",
+        "trials": "1", "dst": "on"})
+    assert response.status_code == 302
+    from evaluation.models import EvaluationRun
+
+    run = EvaluationRun.objects.latest("id")
+    assert (run.comparison, run.trials, run.dst) == ("lenient", 1, True)
+    response = client.post("/api/evaluation-runs/", {"agent": gold.pk, "release": small_release.pk,
+                                                     "similarity": "lexical", "comparison": "exact", "trials": 2},
+                           content_type="application/json")
+    assert response.status_code == 201, response.content
+    assert (response.json()["comparison"], response.json()["trials"]) == ("exact", 2)

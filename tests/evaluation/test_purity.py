@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PURE = ["evaluation.metrics", "evaluation.agents", "evaluation.trials", "evaluation.dialogue_actions",
+PURE = ["evaluation.metrics", "evaluation.agents", "evaluation.trials", "evaluation.dialogue_actions", "evaluation.comparison",
         "evaluation.dst"]
 
 
