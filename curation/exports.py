@@ -25,6 +25,7 @@ CSV_COLUMNS = [
     "test_id", "conversation_id", "position", "intent_id", "intent", "client", "procedure_id",
     "procedure", "apis", "context", "expected_type", "expected_output", "expected_api_name",
     "expected_parameters", "noise_kinds", "flowgraph_id", "conversation_graph_id", "path_node_ids",
+    "expected_action",
 ]
 JSONL_FILES = {
     "tests.jsonl": None,  # the frozen test rows themselves
@@ -243,6 +244,7 @@ class CsvLineMaker:
             _cell(exp["type"]), _cell(output), name and _cell(name), params_json and _cell(params_json),
             _cell(",".join(noise)) if noise else "", "" if fg is None else str(fg),
             "" if cg is None else str(cg), _cell(" ".join(nodes)) if nodes else "",
+            _cell(d.get("expected_action") or ""),
         ))
 
 
@@ -278,7 +280,8 @@ def release_csv_lines(release: Release, chunk_size: int = 2000) -> Iterator[str]
 
 def release_csv(release: Release) -> Iterator[str]:
     """The download: stored records when the release has them, else rendered now from the rows."""
-    if release.manifest.get("csv_lines"):
+    # Stored lines only when they have today's columns (releases before expected_action had 18).
+    if release.manifest.get("csv_lines") and release.manifest.get("csv_columns", 18) == len(CSV_COLUMNS):
         return csv_line_chunks(release_csv_lines(release))
     return csv_chunks(release_rows_slim(release))
 
@@ -308,6 +311,7 @@ def hf_row(d: dict[str, Any]) -> dict[str, Any]:
         "noise_kinds": ",".join(d.get("noise_kinds") or []),
         "flowgraph_id": d.get("flowgraph_id") if d.get("flowgraph_id") is not None else -1,
         "path_node_ids": _dumps(d.get("path_node_ids") or []),
+        "expected_action": d.get("expected_action") or "",
     }
 
 

@@ -102,6 +102,15 @@ def _apis(procedure: Procedure) -> list[Api]:
     return list(Api.objects.raw(sql, [procedure.pk]))
 
 
+def turns_with_actions(messages: list, actions: list | None) -> list:
+    """Each message with its ToolDial dialogue action (stored, or labelled now for older rows)."""
+    from generation.pipeline.dialogue_actions import label_turns
+
+    if not isinstance(actions, list) or len(actions) != len(messages or []):
+        actions = label_turns(messages or [])
+    return [dict(m, action=a) if isinstance(m, dict) else m for m, a in zip(messages or [], actions)]
+
+
 def item_context(item: ReviewItem) -> dict[str, Any]:
     artifact = artifact_for(item)
     guide, version = current_guide(item.stage)
@@ -134,6 +143,9 @@ def item_context(item: ReviewItem) -> dict[str, Any]:
             ctx["graphs"].append({"title": "Conversation graph, this conversation's path highlighted",
                                   **highlighted_svg(cg, artifact.path.node_ids, artifact.pk), "flaggable": True})
         ctx["turns"] = _turns(artifact.messages or [], cg_data, path_nodes)
+        labelled = turns_with_actions(artifact.messages or [], artifact.turn_actions)  # #17: ToolDial actions
+        for t in ctx["turns"]:
+            t["action"] = labelled[t["index"]].get("action")
     ctx["procedure"] = procedure
     ctx["apis"] = _apis(procedure)
     return ctx

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 import webhooks
 from almita_web.bounds import json_ids
-from curation.exports import CsvLineMaker
+from curation.exports import CSV_COLUMNS, CsvLineMaker
 from curation.gold import gold_tests_q
 from curation.models import Release, ReleaseKind, ReleaseRecord, ReleaseTest, ReviewStage
 from generation.imports import (
@@ -142,6 +142,7 @@ def test_data(test: Test, conv: Conversation, proc: Procedure, intent: Intent, a
         "apis": apis,
         "context": test.context,
         "expected": test.expected,
+        "expected_action": test.action,
         "noise_kinds": list(conv.noise_kinds or []),
         "conversation_mode": conv.mode,
         "path_id": path.pk if path else None,
@@ -299,6 +300,7 @@ def _manifest(release: Release, stats: dict) -> dict[str, Any]:
         },
         "format": {"name": "almita", "version": 1},
         "csv_lines": True,
+        "csv_columns": len(CSV_COLUMNS),
     }
 
 

@@ -220,53 +220,108 @@ def _first_object(text: str) -> Any:
     return None
 
 
-def action_from_object(obj: dict[str, Any]) -> dict[str, Any]:
-    kind = obj.get("type", obj.get("action", obj.get("function")))
-    params = obj.get("parameters", obj.get("arguments", obj.get("params", {})))
+CALL_TYPES = {"api_call", "api", "function_call", "function", "call", "action", "tool_call", "tool_use", "tool"}
+NAME_KEYS = ("name", "api", "api_name", "function_name", "tool", "tool_name")
+ARGUMENT_KEYS = ("parameters", "arguments", "params", "args", "input", "tool_input")
+
+
+def _arguments(obj: dict[str, Any]) -> Any:
+    """The first argument container an object carries (a JSON string is read as JSON)."""
+    for key in ARGUMENT_KEYS:
+        if key in obj:
+            value = obj[key]
+            if isinstance(value, str):
+                loaded = _load_object(value) if value.strip() else {}
+                return loaded if isinstance(loaded, dict) else value
+            return {} if value is None else value
+    return None
+
+
+def _call(name: Any, params: Any, kind: str) -> dict[str, Any]:
+    if not isinstance(name, str) or not name.strip():
+        return invalid(f"type {kind!r} names no API")
+    params = {} if params is None else params
+    if not isinstance(params, dict):
+        return invalid(f"the parameters of {name.strip()} are not an object")
+    return {"type": API_CALL, "name": name.strip(), "parameters": params}
+
+
+def _reply_text(obj: dict[str, Any], params: Any) -> str | None:
     if isinstance(params, str):
-        loaded = _load_object(params)
-        params = loaded if isinstance(loaded, dict) else params
+        return params
+    if isinstance(params, dict):
+        text = next((params[k] for k in REPLY_TEXT_KEYS if isinstance(params.get(k), str)), None)
+        if text is None and len(params) == 1 and isinstance(next(iter(params.values())), str):
+            text = next(iter(params.values()))
+        if text is not None:
+            return text
+    return next((obj[k] for k in REPLY_TEXT_KEYS if isinstance(obj.get(k), str)), None)
+
+
+def action_from_object(obj: dict[str, Any], api_names: Any = ()) -> dict[str, Any]:
+    """Read one answer object. Shapes understood (each checked by a test):
+
+    * the A.8 format: ``{"type": "<API>", "parameters": {...}}`` and ``{"type": "reply", "parameters": {"content"}}``;
+    * a tagged call: ``{"type": "api_call" | "function_call" | "tool_use" | ..., "name": <API>,
+      "parameters" | "arguments" | "input": {...}}`` (arguments may be a JSON string), or the call
+      nested under ``"function"`` / ``"api_call"`` / ``"tool_call"``; ``{"tool_calls": [...]}`` (first call);
+    * an untagged call: ``{"name": <API>, "arguments": {...}}``;
+    * a reply: ``{"type": "reply" | "message" | ..., "content" | "text" | ...: "..."}``, ``{"content": "..."}``.
+
+    `api_names` are the APIs the test offers: a type that names one of them is a call to it, even
+    when it is also a reply synonym (an API called ``send_message``, ``answer`` or ``say``); only
+    the A.8 reply type ``"reply"`` itself always means a reply.
+    """
+    names = {str(n) for n in api_names or ()}
+    calls = obj.get("tool_calls")
+    if isinstance(calls, list) and calls and isinstance(calls[0], dict):
+        first = calls[0].get("function") if isinstance(calls[0].get("function"), dict) else calls[0]
+        action = _call(first.get("name"), _arguments(first), "tool_calls")
+        if action["type"] == API_CALL and len(calls) > 1:
+            action["note"] = f"the agent made {len(calls)} calls at once; the first one is scored"
+        return action
+    kind = obj.get("type", obj.get("action"))
+    for nest in ("function", "function_call", "api_call", "tool_call"):
+        inner = obj.get(nest)
+        if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+            return _call(inner.get("name"), _arguments(inner), nest)
+    if not isinstance(kind, str) and isinstance(obj.get("function"), str):
+        kind = obj["function"]
+    params = _arguments(obj)
     if not isinstance(kind, str) or not kind.strip():
+        name = next((obj[k] for k in NAME_KEYS if isinstance(obj.get(k), str) and obj[k].strip()), None)
+        if name is not None:
+            return _call(name, params, "untagged")
+        text = _reply_text(obj, None)
+        if text is not None and text.strip():
+            return {"type": REPLY, "content": text.strip()}
         return invalid("the JSON object has no 'type'")
     kind = kind.strip()
-    if kind.lower() in ("api_call", "api", "function_call", "call", "action", "tool_call"):
-        name = obj.get("name") or (params.get("name") if isinstance(params, dict) else None)
-        inner = obj.get("parameters") if obj.get("name") else (params.get("parameters") if isinstance(params, dict) else None)
-        if not isinstance(name, str) or not name.strip():
-            return invalid(f"type {kind!r} names no API")
-        if inner is None:
-            inner = {}
-        if not isinstance(inner, dict):
-            return invalid(f"the parameters of {name} are not an object")
-        return {"type": API_CALL, "name": name.strip(), "parameters": inner}
+    if kind in names and kind != REPLY:
+        return _call(kind, params, kind)
+    if kind.lower() in CALL_TYPES:
+        name = next((obj[k] for k in NAME_KEYS if isinstance(obj.get(k), str) and obj[k].strip()), None)
+        if name is None and isinstance(params, dict) and isinstance(params.get("name"), str):
+            # {"type": "api_call", "parameters": {"name": ..., "parameters": {...}}}
+            return _call(params["name"], _arguments(params), kind)
+        return _call(name, params, kind)
     if kind.lower() in REPLY_TYPES:
-        text = None
-        if isinstance(params, str):
-            text = params
-        elif isinstance(params, dict):
-            text = next((params[k] for k in REPLY_TEXT_KEYS if isinstance(params.get(k), str)), None)
-            if text is None and len(params) == 1 and isinstance(next(iter(params.values())), str):
-                text = next(iter(params.values()))
-        if text is None:
-            text = next((obj[k] for k in REPLY_TEXT_KEYS if isinstance(obj.get(k), str)), None)
+        text = _reply_text(obj, params)
         if text is None or not text.strip():
             return invalid("a reply without any text")
         return {"type": REPLY, "content": text.strip()}
-    if params is None:
-        params = {}
-    if not isinstance(params, dict):
-        return invalid(f"the parameters of {kind} are not an object")
-    return {"type": API_CALL, "name": kind, "parameters": params}
+    return _call(kind, params, kind)
 
 
-def parse_json_answer(content: str | None) -> dict[str, Any]:
-    """Read an answer in the A.8 JSON format."""
+def parse_json_answer(content: str | None, api_names: Any = ()) -> dict[str, Any]:
+    """Read an answer in the A.8 JSON format (or another common shape: :func:`action_from_object`).
+    `api_names`: the APIs the test offers, so that none is mistaken for a reply synonym."""
     if content is None or not content.strip():
         return invalid("the agent returned an empty answer")
     obj = _first_object(content)
     if obj is None:
         return invalid("the answer is not a JSON object: " + content.strip()[:120])
-    return action_from_object(obj)
+    return action_from_object(obj, api_names)
 
 
 def parse_function_answer(content: str | None, tool_calls: list[dict[str, Any]] | None) -> dict[str, Any]:

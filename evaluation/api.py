@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from almita_web.api.common import FilterMixin, Pagination, filter_parameters, role_permission
 from almita_web.roles import ADMIN, RESEARCHER
 from curation.models import Release
+from evaluation import metrics as M
 from evaluation import services
 from evaluation import similarity as S
 from evaluation import session_services as SV
@@ -30,8 +31,9 @@ class EvaluationRunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = EvaluationRun
-        fields = ["id", "agent", "release", "status", "similarity", "threshold", "concurrency", "metrics", "total",
-                  "done", "error", "created_by", "created_at", "started_at", "finished_at", "rejudged_from"]
+        fields = ["id", "agent", "release", "status", "similarity", "threshold", "comparison", "trials", "dst",
+                  "concurrency", "metrics", "total", "done", "error", "created_by", "created_at", "started_at",
+                  "finished_at", "rejudged_from"]
 
 
 class RunLaunchSerializer(serializers.Serializer):
@@ -40,6 +42,9 @@ class RunLaunchSerializer(serializers.Serializer):
     similarity = serializers.ChoiceField(choices=S.CHOICES, default=S.AUTO)
     threshold = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, allow_null=True, default=None)
     concurrency = serializers.IntegerField(min_value=1, max_value=64, required=False, allow_null=True, default=None)
+    comparison = serializers.ChoiceField(choices=list(M.COMPARISONS), default=M.EXACT)
+    trials = serializers.IntegerField(min_value=1, max_value=20, default=1)
+    dst = serializers.BooleanField(default=False)
 
 
 class RejudgeSerializer(serializers.Serializer):

@@ -5,6 +5,7 @@ from django import forms
 from curation.models import Release
 from evaluation import similarity as S
 from evaluation.models import Agent, AgentKnowledge, AgentMode, EvaluationRun
+from evaluation import metrics as M
 from evaluation.metrics import METRICS
 
 
@@ -54,7 +55,14 @@ class RunForm(SimilarityForm):
     release = forms.ModelChoiceField(queryset=Release.objects.all())
     concurrency = forms.IntegerField(min_value=1, max_value=64, required=False,
                                      help_text="Tests in flight at once. Empty: LLM_MAX_CONCURRENCY")
-    field_order = ["agent", "release", "similarity", "threshold", "concurrency"]
+    comparison = forms.ChoiceField(choices=[(M.EXACT, "Exact (names exactly, values after JSON-type normalisation)"),
+                                            (M.LENIENT, "Lenient (case and spacing ignored)")],
+                                   initial=M.EXACT, required=False, label="API comparison")
+    trials = forms.IntegerField(min_value=1, max_value=20, initial=1, required=False,
+                                help_text="Answers per test, for pass^k (the agent needs temperature > 0)")
+    dst = forms.BooleanField(required=False, label="Dialogue-state tracking",
+                             help_text="Also ask the agent for the dialogue state at each test (one more call)")
+    field_order = ["agent", "release", "similarity", "threshold", "comparison", "trials", "dst", "concurrency"]
 
 
 class RejudgeForm(SimilarityForm):

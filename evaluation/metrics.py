@@ -15,19 +15,42 @@ correct API parameters   tests where the agent called the expected API   … wit
 test correctness         all tests                                       … fully correct
 conversation correctness conversations                                   … whose tests are all correct
 =======================  ==============================================  =======================
+
+A test whose agent call failed (no answer at all) is an :func:`unanswered` outcome: it enters every
+denominator its expected type enters and no numerator, so it counts as wrong and its conversation
+is not correct. :func:`answered_only` gives the same figures over the answered tests alone.
+
+API names are compared exactly and parameter values exactly after JSON-type normalisation
+(``812`` = ``"812"``) by default (:data:`EXACT`); :data:`LENIENT` is the older comparison
+(case, spaces and thousands separators ignored), available as a named option that reports show.
+docs/metrics.md has each rule next to the paper's wording.
 """
 from __future__ import annotations
 
 import math
 import random
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from evaluation.comparison import (  # noqa: F401 - re-exported: the rules live there
+    COMPARISONS,
+    EXACT,
+    LENIENT,
+    json_value,
+    names_match,
+    normalise_key,
+    normalise_name,
+    normalise_value,
+    params_match,
+)
+from evaluation.correlation import pearson, ranks, spearman  # noqa: F401 - re-exported
+
 REPLY = "reply"
 API_CALL = "api_call"
 INVALID = "invalid"
+FAILED = "failed"  # predicted_type of a test the agent never answered (its call failed)
+
 
 METRICS: list[tuple[str, str]] = [
     ("reply_recall", "Reply recall"),
@@ -58,6 +81,10 @@ class Outcome:
     similarity: float | None = None
     reason: str = ""
     groups: dict[str, list[str]] = field(default_factory=dict)  # breakdown key -> group names
+
+    @property
+    def answered(self) -> bool:
+        return self.predicted_type != FAILED
 
     def counts(self) -> dict[str, tuple[int, int]]:
         """(numerator, denominator) contributions of this test to each test-level metric."""
@@ -108,78 +135,18 @@ class Metric:
                    int(d["denominator"]), d.get("ci_low"), d.get("ci_high"))
 
 
-# --------------------------------------------------------------------------- normalisation
-
-
-_SPACE = re.compile(r"\s+")
-_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
-_BOOLS = {"true": True, "yes": True, "false": False, "no": False}
-_NULLS = {"", "none", "null"}
-
-
-def normalise_value(value: Any) -> Any:
-    """A canonical form so that 812, "812", " 812 " and 812.0 compare equal, and so do
-    "John  Smith" and "john smith", True and "true", None and "null"; lists and dicts recurse."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-            return str(value)
-        return int(value) if float(value).is_integer() else round(float(value), 9)
-    if isinstance(value, str):
-        text = _SPACE.sub(" ", value).strip()
-        low = text.lower()
-        if low in _NULLS:
-            return None
-        if low in _BOOLS:
-            return _BOOLS[low]
-        plain = text.replace(",", "") if re.fullmatch(r"[+-]?\d{1,3}(,\d{3})+(\.\d+)?", text) else text
-        if _NUMBER.match(plain):
-            return normalise_value(float(plain)) if not re.fullmatch(r"[+-]?0\d+", plain) else low
-        return low
-    if isinstance(value, dict):
-        return {normalise_key(k): normalise_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        items = [normalise_value(v) for v in value]
-        return items if not isinstance(value, set) else sorted(items, key=repr)
-    return normalise_value(str(value))
-
-
-def normalise_key(key: Any) -> str:
-    return _SPACE.sub("_", str(key).strip()).lower()
-
-
-def normalise_name(name: Any) -> str:
-    return normalise_key(name or "")
-
-
-def params_match(expected: dict[str, Any] | None, predicted: dict[str, Any] | None) -> bool:
-    """Same parameter names with equal values after normalisation.
-
-    A predicted parameter left null counts as absent (agents often spell out optional
-    parameters they do not use); any other extra or missing parameter is a mismatch.
-    """
-    exp = {normalise_key(k): normalise_value(v) for k, v in (expected or {}).items()}
-    pred = {normalise_key(k): normalise_value(v) for k, v in (predicted or {}).items()}
-    exp = {k: v for k, v in exp.items() if v is not None}
-    pred = {k: v for k, v in pred.items() if v is not None}
-    return exp == pred
-
-
 # --------------------------------------------------------------------------- judging
 
 
 def judge(expected: dict[str, Any], action: dict[str, Any], *, similarity: float | None = None,
           threshold: float = 0.55, conversation_id: Any = None,
-          groups: dict[str, list[str]] | None = None) -> Outcome:
+          groups: dict[str, list[str]] | None = None, comparison: str = EXACT) -> Outcome:
     """Judge one predicted action against the expected one.
 
     `expected` is ``{"type": "reply", "content"}`` or ``{"type": "api_call", "name", "parameters"}``;
     `action` has the same shape, or ``{"type": "invalid", "reason"}`` for a reply that could not be
     parsed (it is wrong on every dimension it enters). `similarity` is the reply similarity, needed
-    only when both are replies.
+    only when both are replies. `comparison` is :data:`EXACT` or :data:`LENIENT`.
     """
     etype = expected.get("type")
     ptype = action.get("type") if action.get("type") in (REPLY, API_CALL) else INVALID
@@ -196,15 +163,30 @@ def judge(expected: dict[str, Any], action: dict[str, Any], *, similarity: float
     elif etype == API_CALL:
         out.api_recalled = ptype == API_CALL
         if out.api_recalled:
-            out.api_correct = normalise_name(action.get("name")) == normalise_name(expected.get("name"))
+            out.api_correct = names_match(expected.get("name"), action.get("name"), comparison)
             if out.api_correct:
-                out.params_correct = params_match(expected.get("parameters"), action.get("parameters"))
+                out.params_correct = params_match(expected.get("parameters"), action.get("parameters"), comparison)
         out.correct = out.params_correct
     else:
         raise ValueError(f"unknown expected type {etype!r}")
     if ptype == INVALID and not out.reason:
         out.reason = "the reply could not be parsed"
     return out
+
+
+def unanswered(expected: dict[str, Any], *, reason: str = "the agent call failed", conversation_id: Any = None,
+               groups: dict[str, list[str]] | None = None) -> Outcome:
+    """A test the agent never answered: wrong on every dimension its expected type enters."""
+    etype = expected.get("type")
+    if etype not in (REPLY, API_CALL):
+        raise ValueError(f"unknown expected type {etype!r}")
+    return Outcome(conversation_id=conversation_id, expected_type=etype, predicted_type=FAILED,
+                   reason=reason or "the agent call failed", groups=dict(groups or {}))
+
+
+def answered_only(outcomes: Iterable[Outcome]) -> list[Outcome]:
+    """The outcomes of answered tests: the second figure a report shows when calls failed."""
+    return [o for o in outcomes if o.answered]
 
 
 # --------------------------------------------------------------------------- aggregation
@@ -366,44 +348,6 @@ def stages_by_position(items: Iterable[tuple[Any, Any, int]]) -> dict[Any, str]:
         for rank, (_, key) in enumerate(members):
             out[key] = stage_of(rank, len(members))
     return out
-
-
-# --------------------------------------------------------------------------- correlation
-
-
-def pearson(xs: list[float], ys: list[float]) -> float | None:
-    n = len(xs)
-    if n != len(ys) or n < 2:
-        return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
-    if sxx == 0 or syy == 0:
-        return None
-    return sxy / math.sqrt(sxx * syy)
-
-
-def ranks(values: list[float]) -> list[float]:
-    """1-based ranks, ties get the average of the ranks they span."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    out = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        avg = (i + j) / 2 + 1
-        for t in range(i, j + 1):
-            out[order[t]] = avg
-        i = j + 1
-    return out
-
-
-def spearman(xs: list[float], ys: list[float]) -> float | None:
-    if len(xs) != len(ys) or len(xs) < 2:
-        return None
-    return pearson(ranks(xs), ranks(ys))
 
 
 def metrics_to_json(metrics: dict[str, Metric]) -> dict[str, dict[str, Any]]:

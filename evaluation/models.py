@@ -137,12 +137,18 @@ class EvaluationRun(RunBase):
     # similarity or threshold) without asking the agent; its results are judged in batches.
     rejudged_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT,
                                       related_name="rejudgements")
+    comparison = models.CharField(max_length=16, default="exact",
+                                  help_text="exact (names exactly, values after JSON-type normalisation) or lenient")
+    trials = models.PositiveSmallIntegerField(default=1, help_text="answers asked per test (pass^k, pass@k)")
+    dst = models.BooleanField(default=False, help_text="also ask the agent for the dialogue state at each test")
 
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="run_status_valid"),
             models.CheckConstraint(condition=Q(similarity__in=["bertscore", "lexical"]), name="run_similarity_valid"),
+            models.CheckConstraint(condition=Q(comparison__in=["exact", "lenient"]), name="run_comparison_valid"),
+            models.CheckConstraint(condition=Q(trials__gte=1), name="run_trials_positive"),
             models.CheckConstraint(condition=Q(concurrency__gte=1), name="run_concurrency_positive"),
             models.CheckConstraint(condition=Q(done__lte=models.F("total")), name="run_done_le_total"),
         ]
@@ -170,6 +176,7 @@ class TestResult(models.Model):
 
     run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="results")
     entry = models.ForeignKey("curation.ReleaseTest", on_delete=models.PROTECT, related_name="results")
+    trial = models.PositiveSmallIntegerField(default=0, help_text="0-based repetition of the test in this run")
     raw_reply = models.TextField(blank=True)
     parsed = models.JSONField(default=dict, blank=True)
     predicted_type = models.CharField(max_length=16, blank=True)
@@ -180,6 +187,8 @@ class TestResult(models.Model):
     params_correct = models.BooleanField(default=False)
     correct = models.BooleanField(default=False)
     similarity = models.FloatField(null=True, blank=True)
+    predicted_action = models.CharField(max_length=32, blank=True, help_text="dialogue action of the answer")
+    predicted_state = models.JSONField(null=True, blank=True, help_text="DST mode: the state the agent gave")
     error = models.TextField(blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
     state = models.CharField(max_length=16, choices=ResultState.choices, default=ResultState.PENDING)
@@ -193,7 +202,7 @@ class TestResult(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [
-            models.UniqueConstraint(fields=["run", "entry"], name="testresult_unique_run_entry"),
+            models.UniqueConstraint(fields=["run", "entry", "trial"], name="testresult_unique_run_entry_trial"),
             models.CheckConstraint(condition=Q(state__in=ResultState.values), name="testresult_state_valid"),
             # A test is correct only if the agent recalled the expected kind of action.
             models.CheckConstraint(condition=Q(correct=False) | Q(reply_correct=True) | Q(params_correct=True),

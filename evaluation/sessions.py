@@ -38,8 +38,8 @@ class Call:
     output: Any = None
 
     def matches(self, other: "Call") -> bool:
-        return (M.normalise_name(self.name) == M.normalise_name(other.name)
-                and M.params_match(self.parameters, other.parameters))
+        return (M.names_match(self.name, other.name, M.LENIENT)
+                and M.params_match(self.parameters, other.parameters, M.LENIENT))
 
     def text(self) -> str:
         return format_api_call(self.name, self.parameters)

@@ -58,7 +58,9 @@ def run_create(request: HttpRequest) -> HttpResponse:
         run = services.run_create(agent=form.cleaned_data["agent"], release=form.cleaned_data["release"],
                                   created_by=request.user, similarity=form.cleaned_data["similarity"],
                                   threshold=form.cleaned_data["threshold"],
-                                  concurrency=form.cleaned_data["concurrency"])
+                                  concurrency=form.cleaned_data["concurrency"],
+                                  comparison=form.cleaned_data["comparison"] or M.EXACT, trials=form.cleaned_data["trials"] or 1,
+                                  dst=form.cleaned_data["dst"])
     except (services.EvaluationError, S.SimilarityUnavailable) as exc:
         messages.error(request, str(exc))
         return redirect("evaluation:runs")
@@ -72,6 +74,7 @@ def _status_context(run: EvaluationRun) -> dict:
         "run": run, "progress": services.run_progress(run),
         # A finished run's report names the scorer as it ran (bf16 or fp32 encoder, say).
         "similarity_detail": (run.metrics or {}).get("similarity_detail") or S.describe(run.similarity),
+        "comparison_detail": M.COMPARISONS.get(run.comparison, run.comparison),
         "unparseable": run.results.filter(state=ResultState.DONE, predicted_type=M.INVALID).count(),
         "rejudge_form": RejudgeForm(initial={"similarity": S.AUTO, "threshold": run.threshold}),
         "rejudgements": run.rejudgements.order_by("-id")[:20],
@@ -102,6 +105,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     page = Paginator(results, 50).get_page(request.GET.get("page"))
     return render(request, "evaluation/run_detail.html", {
         **_status_context(run), "report": report, "metrics": _metric_rows(report),
+        "metrics_answered": _metric_rows({"metrics": report.get("metrics_answered")}),
         "by_noise": _breakdown_rows(report.get("by_noise")),
         "by_stage": _breakdown_rows(report.get("by_stage")),
         "metric_labels": M.METRICS, "page": page, "show": show,

@@ -167,6 +167,8 @@ class Procedure(Artifact):
     intent = models.ForeignKey(Intent, on_delete=models.CASCADE, related_name="procedures")
     title = models.CharField(max_length=300, blank=True)
     text = models.TextField()
+    # Multi-API generation: the API chain the procedure was seeded from (generation/multi_api.py).
+    api_chain = models.JSONField(default=dict, blank=True)
 
     class Meta(Artifact.Meta):
         pass
@@ -267,6 +269,8 @@ class Conversation(Artifact):
     # [{"role": "user"|"assistant"|"api"|"api_output", "content": str}]
     messages = models.JSONField(default=list)
     noise_kinds = models.JSONField(default=list, blank=True)
+    # One ToolDial dialogue action per message (None for api_output): pipeline/dialogue_actions.py.
+    turn_actions = models.JSONField(default=list, blank=True)
 
     class Meta(Artifact.Meta):
         pass
@@ -289,6 +293,8 @@ class Test(Artifact):
     expected_parameters = models.JSONField(default=dict, blank=True)
     # sha256 of (context, expected): a job never stores two tests with the same one.
     fingerprint = models.CharField(max_length=64, blank=True, default="")
+    # The ToolDial dialogue action of the expected step (request, response, call, ...).
+    action = models.CharField(max_length=32, blank=True)
 
     class Meta(Artifact.Meta):
         ordering = ["conversation_id", "position"]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from generation import loop_views, views
+from generation import api_graph_views, loop_views, views
 
 app_name = "generation"
 urlpatterns = [
@@ -15,4 +15,5 @@ urlpatterns = [
     path("items/<str:kind>/<int:pk>/", views.item_detail, name="item"),
     path("graphs/<int:pk>/fill/", loop_views.fill_graph, name="fill_graph"),
     path("jobs/<int:job_id>/fill/", loop_views.fill_job, name="fill_job"),
+    path("api-graph/", api_graph_views.api_graph, name="api_graph"),
 ]

@@ -13,3 +13,9 @@ def pp_signed(value: float | None) -> str:
         return "–"
     points = 100 * float(value)
     return f"{points:+.1f}" if round(points, 1) != 0 else "0.0"
+
+
+@register.filter
+def get_item(mapping, key):
+    """mapping[key] in a template (None when absent or not a mapping)."""
+    return mapping.get(key) if isinstance(mapping, dict) else None

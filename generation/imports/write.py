@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from generation.models import (
     Api, Conversation, ConversationGraph, Flowgraph, Intent, Origin, Procedure, SampledPath, Test,
 )
+from generation.pipeline.dialogue_actions import answer_action, label_turns
 from generation.pipeline.apis import ApiSpec
 
 from .common import ImportFormatError, ImportResult, PlannedRow
@@ -94,8 +95,10 @@ def _write_tests(conversation: Conversation, row: PlannedRow) -> int:
             expected_text=exp.get("content", "") if exp["type"] == "reply" else "",
             expected_api_name=exp.get("name", "") if exp["type"] == "api_call" else "",
             expected_parameters=exp.get("parameters", {}) if exp["type"] == "api_call" else {},
+            action=answer_action(t["context"], exp),  # #17: the ToolDial action of the expected step
         ))
     Test.objects.bulk_create(objs)
+    Conversation.objects.filter(pk=conversation.pk).update(turn_actions=label_turns(conversation.messages or []))
     return len(objs)
 
 

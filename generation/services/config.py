@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from generation import multi_api
 from generation.pipeline.sampling import SAMPLERS
 from generation.stages import STAGE_ORDER, needs_llm
 
@@ -107,7 +108,7 @@ def job_config_normalise(config: dict[str, Any]) -> dict[str, Any]:
         raise JobConfigError(f"unknown start stage {cfg['start']!r}")
     if cfg["start"] == "intents" and cfg["intents"] == 0:
         raise JobConfigError("give a number of intents to generate, or import items to start from")
-    return cfg
+    return multi_api.config_normalise(cfg)  # #17: check and freeze the API-chain setting
 
 
 def llm_stages(cfg: dict[str, Any]) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from generation import prompts
+from generation import multi_api, prompts
 from generation.models import Api, ConversationGraph, Flowgraph, Intent, Procedure
 from generation.pipeline.apis import ApiFormatError, api_to_dict, parse_api_list
 from generation.pipeline.convert import flowgraph_to_conversation_graph
@@ -67,6 +67,8 @@ def run_procedures(ctx: Context, key: str, index: int, parent: str) -> ItemResul
     k = int(ctx.config.get("procedures_per_intent") or 1)
     messages = prompts.render("A.2", client=intent.client, issue=intent.issue, name=intent.name,
                               variant=index % k + 1, variants=k)
+    chain = multi_api.chain_for(ctx.config, index)  # #17: a procedure seeded from an API chain
+    messages = multi_api.with_chain_a2(messages, chain)
 
     def interpret(reply: str) -> ItemResult:
         text = reply.strip()
@@ -82,7 +84,8 @@ def run_procedures(ctx: Context, key: str, index: int, parent: str) -> ItemResul
                                   "'1. ...')", text)
         title = next((ln.lstrip("# ").strip() for ln in text.splitlines() if ln.strip()), "")[:300]
         result.passed = 1
-        result.outputs.append(Output(Procedure, key, {"intent_id": intent.pk, "title": title, "text": text}))
+        result.outputs.append(Output(Procedure, key, {"intent_id": intent.pk, "title": title, "text": text,
+                                                      "api_chain": chain or {}}))
         return result
 
     return ctx.ask("procedures", "A.2", key, messages, False, interpret, sample=index)
@@ -91,6 +94,7 @@ def run_procedures(ctx: Context, key: str, index: int, parent: str) -> ItemResul
 def run_apis(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
     procedure = Procedure.objects.get(pk=int(parent))
     messages = prompts.render("A.3", procedure=procedure.text)
+    messages = multi_api.with_chain_a3(messages, procedure.api_chain or None)  # #17
 
     def interpret(reply: str) -> ItemResult:
         result = ItemResult(generated=1)

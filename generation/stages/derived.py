@@ -7,6 +7,7 @@ from typing import Any
 
 from generation import prompts
 from generation.models import Conversation, ConversationGraph, Origin, Procedure, SampledPath, Test
+from generation.pipeline.dialogue_actions import answer_action, label_turns
 from generation.pipeline.extract import ApiCallParseError, extract_tests
 from generation.pipeline.formats import graph_from_json, graph_to_json, write_graph_text
 from generation.pipeline.noise import add_noise
@@ -153,7 +154,8 @@ def run_conversations(ctx: Context, key: str, index: int, parent: str) -> ItemRe
             return discard_for_violations(result, key, violations, convo)
         result.passed = 1
         result.outputs.append(Output(Conversation, key, {**fields, "messages": convo,
-                                                         "validation": violations_json(violations)}))
+                                                         "validation": violations_json(violations),
+                                                         "turn_actions": label_turns(convo)}))
         return result
 
     if messages is None:
@@ -174,7 +176,7 @@ def run_tests(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
         result.generated += 1
         result.passed += 1
         fields = {"conversation_id": convo.pk, "position": t["position"], "context": t["context"],
-                  "origin": Origin.DERIVED}
+                  "origin": Origin.DERIVED, "action": answer_action(t["context"], e)}
         if e["type"] == "api_call":
             fields.update(expected_type=Test.ExpectedType.API_CALL, expected_api_name=e["name"][:200],
                           expected_parameters=e["parameters"], expected_text="")

@@ -69,6 +69,7 @@ SCRIPT = {
     2: json.dumps({"type": "get_order_details", "parameters": {"order_id": "812"}}),  # "812" == 812: correct
     3: json.dumps({"type": "refund_order", "parameters": {"order_id": 812}}),  # reply expected, API called
     4: json.dumps({"type": "reply", "parameters": {"content": "What is your order number?"}}),  # API not recalled
+    # right API; "  Damaged " is not "damaged" (exact comparison), equal under the lenient one
     5: "```json\n" + json.dumps({"type": "refund_order", "parameters": {"order_id": 900, "reason": "  Damaged "}}) + "\n```",
     6: json.dumps({"type": "reply", "parameters": {"content": "The weather is nice today."}}),  # recalled, wrong text
     7: "I think I should greet the customer first.",  # not JSON: invalid, wrong with a reason
@@ -81,13 +82,15 @@ SCRIPT = {
 # replies expected: t1 t3 t6 t7 t10 = 5; the agent replied on t1 t6 t10 -> reply recall 3/5
 # correct reply among those: t1 t10 (t6 is unrelated text) -> 2/3
 # API calls expected: t2 t4 t5 t8 t9 = 5; called an API on t2 t5 t8 t9 -> API recall 4/5
-# right name among those: t2 t5 t8 -> 3/4; right parameters among those: t2 t5 -> 2/3
-# fully correct tests: t1 t2 t5 t10 -> 4/10
-# conversations: 101 (t3 wrong), 102 (t4, t6 wrong), 103 (all wrong), 104 (t10 ok) -> 1/4
+# right name among those: t2 t5 t8 -> 3/4; right parameters among those: t2 only (exact) -> 1/3
+# fully correct tests: t1 t2 t10 -> 3/10
+# conversations: 101 (t3 wrong), 102 (t4, t5, t6 wrong), 103 (all wrong), 104 (t10 ok) -> 1/4
 EXPECTED = {
     "reply_recall": (3, 5), "reply_correct": (2, 3), "api_recall": (4, 5), "api_correct": (3, 4),
-    "params_correct": (2, 3), "test_correct": (4, 10), "conversation_correct": (1, 4),
+    "params_correct": (1, 3), "test_correct": (3, 10), "conversation_correct": (1, 4),
 }
+# With the lenient comparison t5's " Damaged " equals "damaged": parameters 2/3, tests 4/10.
+EXPECTED_LENIENT = {**EXPECTED, "params_correct": (2, 3), "test_correct": (4, 10)}
 
 
 def context_for(test_id: int, conv: int, position: int) -> list[dict]:

@@ -49,7 +49,7 @@ def test_results_csv_has_every_test_in_order_and_defuses_formulas(client, resear
     assert by[8]["noise_kinds"] == "out_of_procedure" and by[8]["api_correct"] == "1" and by[8]["params_correct"] == "0"
     # the agent's formula arrives as text, never as a live formula
     assert by[6]["answer"] == "'" + FORMULA and not any(v.startswith("=") for r in rows for v in r.values())
-    assert sum(int(r["correct"]) for r in rows) == 4
+    assert sum(int(r["correct"]) for r in rows) == 3  # exact comparison: t5 " Damaged " is wrong
 
 
 def test_missed_api_calls_are_counted_and_shown(client, researcher, run):

@@ -24,8 +24,14 @@ def test_normalise_value_keeps_real_differences(a, b):
     assert M.normalise_value(a) != M.normalise_value(b)
 
 
+def test_params_match_lenient_is_a_named_option():
+    assert M.params_match({"order_id": 812, "reason": "Damaged"}, {"Order_ID": "812", "reason": " damaged"},
+                          M.LENIENT)
+    assert not M.params_match({"order_id": 812, "reason": "Damaged"}, {"Order_ID": "812", "reason": " damaged"})
+
+
 def test_params_match():
-    assert M.params_match({"order_id": 812, "reason": "Damaged"}, {"Order_ID": "812", "reason": " damaged"})
+    assert M.params_match({"order_id": 812, "reason": "Damaged"}, {"order_id": "812", "reason": "Damaged"})
     assert M.params_match({"order_id": 812}, {"order_id": 812, "note": None})  # a null extra is absent
     assert not M.params_match({"order_id": 812}, {"order_id": 812, "note": "x"})
     assert not M.params_match({"order_id": 812, "email": "a@b.c"}, {"order_id": 812})
@@ -41,7 +47,9 @@ def test_judge_every_branch():
     assert (o.reply_recalled, o.reply_correct, o.correct) == (True, False, False)
     o = M.judge(reply, call)
     assert (o.reply_recalled, o.correct, o.api_recalled) == (False, False, False)
-    o = M.judge(call, {"type": "api_call", "name": "Get_Order", "parameters": {"id": "1"}})
+    o = M.judge(call, {"type": "api_call", "name": "get_order", "parameters": {"id": "1"}})
+    assert (o.api_recalled, o.api_correct, o.params_correct, o.correct) == (True, True, True, True)
+    o = M.judge(call, {"type": "api_call", "name": "Get_Order", "parameters": {"id": "1"}}, comparison=M.LENIENT)
     assert (o.api_recalled, o.api_correct, o.params_correct, o.correct) == (True, True, True, True)
     o = M.judge(call, {"type": "api_call", "name": "get_order", "parameters": {"id": 2}})
     assert (o.api_correct, o.params_correct, o.correct) == (True, False, False)

@@ -176,7 +176,7 @@ def test_a_stale_lane_cannot_overwrite_or_double_count(small_release):
     gold = services.reference_agents_ensure()[0]
     run = services.run_create(agent=gold, release=small_release, similarity="lexical", start=False)
     services.run_start(run_id=run.pk, dispatch=False)
-    claimed = services._claim(run.pk)
+    claimed = services.runs._claim(run.pk)
     # the claim goes stale (its lane died), another lane takes the test over
     TestResult.objects.filter(pk=claimed.pk).update(state=ResultState.PENDING, claimed_at=None)
     run = services.run_execute_inline(run=run, workers=1)

@@ -32,7 +32,7 @@ def test_evaluate_wait_through_the_worker_gives_the_hand_computed_metrics(celery
         assert {k: (v["numerator"], v["denominator"]) for k, v in m.items()} == EXPECTED
         assert fake.request_count == 10 and fake.peak_in_flight <= 2
         assert run.results.count() == 10
-        assert "Conversation correctness" in out and "1/4" in out and "4/10" in out
+        assert "Conversation correctness" in out and "1/4" in out and "3/10" in out  # exact comparison: t5 is wrong
         # Re-judging through the worker: one lane scores the stored answers, the agent is not asked.
         call_command("evaluate", "--rejudge", str(run.pk), "--threshold", "0.99", "--wait", "--similarity",
                      "lexical", "--timeout", "90")

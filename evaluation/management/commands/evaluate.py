@@ -75,6 +75,10 @@ class Command(BaseCommand):
         parser.add_argument("--inline", action="store_true", help="run the tests in this process (no worker)")
         parser.add_argument("--similarity", choices=S.CHOICES, default=S.AUTO)
         parser.add_argument("--threshold", type=float, default=None)
+        parser.add_argument("--comparison", choices=list(M.COMPARISONS), default=None,
+                            help="API names and values: exact (default) or lenient (reported as such)")
+        parser.add_argument("--trials", type=int, default=1, help="answers per test, for pass^k (temperature > 0)")
+        parser.add_argument("--dst", action="store_true", help="also ask the agent for the dialogue state")
         parser.add_argument("--concurrency", type=int, default=None)
         parser.add_argument("--timeout", type=float, default=0, help="--wait: give up after this many seconds")
         # CI gates, as in the standalone runner (issue #18): exit 1 when one fails.
@@ -93,7 +97,7 @@ class Command(BaseCommand):
                 raise CommandError(f"no run #{opts['rejudge']}")
             try:
                 run = services.run_rejudge(run=source, similarity=opts["similarity"], threshold=opts["threshold"],
-                                           start=not opts["inline"])
+                                           comparison=opts["comparison"], start=not opts["inline"])
             except (services.EvaluationError, S.SimilarityUnavailable) as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(f"run #{run.pk}: the {run.total} answers of run #{source.pk} judged again, "
@@ -105,7 +109,8 @@ class Command(BaseCommand):
             try:
                 run = services.run_create(agent=agent, release=release, similarity=opts["similarity"],
                                           threshold=opts["threshold"], concurrency=opts["concurrency"],
-                                          start=not opts["inline"])
+                                          comparison=opts["comparison"] or M.EXACT, trials=opts["trials"],
+                                          dst=opts["dst"], start=not opts["inline"])
             except (services.EvaluationError, S.SimilarityUnavailable) as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(f"run #{run.pk}: {agent.name} on {release}, {run.total} tests, "
@@ -140,5 +145,12 @@ class Command(BaseCommand):
     def print_report(self, run: EvaluationRun) -> None:
         report = services.run_current_report(run)
         self.stdout.write(f"run #{run.pk} {run.status}; reply similarity: {report['similarity_detail']}, "
-                          f"threshold {run.threshold}; unparseable answers: {report['unparseable']}")
+                          f"threshold {run.threshold}; API comparison: {report.get('comparison_detail', '?')}; "
+                          f"unparseable answers: {report['unparseable']}")
         self.stdout.write(services.metric_table(M.metrics_from_json(report["metrics"])))
+        if report.get("unanswered"):
+            self.stdout.write(f"INCOMPLETE: {report['unanswered']} test(s) got no answer and count as wrong above; "
+                              "over the answered tests only:")
+            self.stdout.write(services.metric_table(M.metrics_from_json(report["metrics_answered"])))
+        for line in services.extra_report_lines(report):
+            self.stdout.write(line)
