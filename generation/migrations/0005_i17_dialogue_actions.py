@@ -19,7 +19,7 @@ def label_existing(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('generation', '0001_initial'),
+        ('generation', '0004_i15_gap_fill'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0003_session_runs'),
+        ('evaluation', '0004_i17_comparison_trials_dst'),
     ]
 
     operations = [
