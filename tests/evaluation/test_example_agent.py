@@ -63,7 +63,7 @@ def test_example_agent_through_the_worker_and_the_runner_gives_the_same_numbers(
             runner_env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
             out = subprocess.run([sys.executable, "-m", "evaluation.runner", str(portable), "--agent-url", url,
                                   "--auth-env", "EXAMPLE_AGENT_API_KEY", "--json", str(tmp_path / "runner.json"),
-                                  "--fail-under", "test_correct=0.4"],
+                                  "--fail-under", "test_correct=0.3"],
                                  cwd=ROOT, env=runner_env, capture_output=True, text=True, timeout=120)
             assert out.returncode == 0, out.stdout + out.stderr
             # Without the token the example server answers 401: every test is wrong, with the reason.

@@ -90,7 +90,8 @@ def test_protocol_errors_are_counted_wrong_with_reasons(tmp_path):
     assert "HTTP 500" in reasons[2] and "after 2 attempts" in reasons[2] and seen[2] == 2
     assert "not valid JSON" in reasons[3]
     assert "get_order, which is not one of the tools offered" in reasons[4]
-    assert by_id[5]["correct"] and seen[5] == 2  # the 429 was retried
+    # The 429 was retried and the answer read (t5's " Damaged " is wrong under the exact comparison).
+    assert by_id[5]["predicted_type"] == "api_call" and seen[5] == 2 and "invalid" not in by_id[5]["reason"]
     assert rc == 0  # no gate asked for
 
 
@@ -105,9 +106,9 @@ def test_concurrency_cap_and_auth_header(tmp_path, monkeypatch):
 
 def test_exit_codes_for_thresholds_and_bad_input(tmp_path, capsys):
     with AgentServer(scripted_http) as agent:
-        assert run(tmp_path, agent.url, "--fail-under", "test_correct=0.4", "--fail-under", "api_recall=80%")[0] == 0
-        rc, doc = run(tmp_path, agent.url, "--fail-under", "test_correct=0.41")
-        assert rc == 1 and not doc["passed"] and "40.0% (4/10) < 41.0%" in doc["gates"][0]["message"]
+        assert run(tmp_path, agent.url, "--fail-under", "test_correct=0.3", "--fail-under", "api_recall=80%")[0] == 0
+        rc, doc = run(tmp_path, agent.url, "--fail-under", "test_correct=0.31")
+        assert rc == 1 and not doc["passed"] and "30.0% (3/10) < 31.0%" in doc["gates"][0]["message"]
         assert main([str(tmp_path / "rel.jsonl"), "--agent-url", agent.url, "--fail-under", "accuracy=0.5"]) == 2
         assert main([str(tmp_path / "rel.jsonl"), "--agent-url", agent.url, "--fail-under", "test_correct=7"]) == 2
         assert main([str(tmp_path / "missing.jsonl"), "--agent-url", agent.url]) == 2
@@ -205,7 +206,7 @@ def test_junit_one_testcase_per_test_with_expected_vs_got(tmp_path):
     assert rc == 1
     root = check_junit_shape(junit)
     tests, gates = root
-    assert int(tests.get("tests")) == 10 and int(tests.get("failures")) == 6
+    assert int(tests.get("tests")) == 10 and int(tests.get("failures")) == 7
     four = next(c for c in tests.iter("testcase") if c.get("name").startswith("test 4 "))
     assert four.find("failure").get("message").startswith(
         'expected api_call: get_order_details({"order_id": 900}) | got reply: What is your order number?')
