@@ -18,17 +18,20 @@ from almita_web.roles import ADJUDICATOR, ADMIN, has_role
 from curation.annotation_models import Flag, GoldItem
 from curation.lineage import STAGE_MODELS, cascade_apply
 from curation.models import AuditEvent, ItemState, Resolution, Review, ReviewItem, ReviewStage, Verdict
+from curation.state import Effective, effective_q
 from generation.models import GenerationJob
 
 PAGE_SIZE = 50
+# The state filters read curation.state, the one definition of an item's effective state, so an
+# excluded item is never listed as accepted or awaiting adjudication here while excluded elsewhere.
 STATES = {
-    "open": ("Needs reviews", Q(state=ItemState.OPEN, excluded=False)),
-    "disagreement": ("Awaiting adjudication", Q(state=ItemState.DISAGREEMENT)),
-    "accepted": ("Accepted", Q(state=ItemState.DECIDED, decision=Verdict.ACCEPT)),
-    "rejected": ("Rejected", Q(state=ItemState.DECIDED, decision=Verdict.REJECT)),
-    "excluded": ("Excluded", Q(excluded=True)),
+    "open": ("Needs reviews", effective_q(Effective.OPEN)),
+    "disagreement": ("Awaiting adjudication", effective_q(Effective.AWAITING)),
+    "accepted": ("Accepted", effective_q(Effective.ACCEPTED)),
+    "rejected": ("Rejected", effective_q(Effective.REJECTED)),
+    "excluded": ("Excluded (ancestor rejected)", effective_q(Effective.EXCLUDED)),
     # For annotators: open and disputed look the same, or they would learn how others voted.
-    "waiting": ("Not decided yet", Q(state__in=[ItemState.OPEN, ItemState.DISAGREEMENT])),
+    "waiting": ("Not decided yet", effective_q(Effective.OPEN) | effective_q(Effective.AWAITING)),
 }
 ANNOTATOR_STATES = ("waiting", "accepted", "rejected", "excluded")
 SORTS = {

@@ -125,3 +125,13 @@ def test_conversation_text_and_noise_filters(client, adjudicator):
     assert _ids(client, "conversation", q="zebra CROSSING") == [items[first.pk]]
     assert _ids(client, "conversation", noise="off_topic") == [items[second.pk]]
     assert _ids(client, "conversation", noise="off") == []
+
+
+def test_state_filters_read_the_effective_state(client, world, adjudicator):
+    """An item in disagreement whose ancestor is rejected is excluded, never 'awaiting adjudication'."""
+    client.login(username=adjudicator.username, password=PASSWORD)
+    fg1 = world["fg1"]
+    ReviewItem.objects.filter(pk=fg1.pk).update(excluded=True)  # as a cascade from its procedure leaves it
+    assert ReviewItem.objects.get(pk=fg1.pk).state == ItemState.DISAGREEMENT
+    assert _ids(client, state="disagreement") == []
+    assert _ids(client, state="excluded") == [fg1.pk]
