@@ -23,6 +23,7 @@ _ITEM = ReviewItem._meta.db_table
 _REVIEW = Review._meta.db_table
 _SKIP = Skip._meta.db_table
 _CLAIM = Claim._meta.db_table
+_GOLD = "curation_golditem"  # curation.annotation_models.GoldItem (that module imports this one's models)
 
 
 def _ts(value: datetime):
@@ -30,13 +31,15 @@ def _ts(value: datetime):
 
 
 def candidates(*, stage: str, annotator_id: int, now: datetime, exclude_ids: Sequence[int] = (),
-               limit: int | None = None, lock: str = ""):
+               limit: int | None = None, lock: str = "", gold_only: bool = False):
     """Items `annotator_id` may claim now, best first (a RawQuerySet of ReviewItem).
 
     ``lock``: "" (read only), "skip_locked" or "wait" — FOR UPDATE where the database has it
     (SQLite has none and needs none: its IMMEDIATE transactions already hold the write lock).
     """
     where, params = _candidate_where(stage=stage, annotator_id=annotator_id, now=now, exclude_ids=exclude_ids)
+    if gold_only:  # the few gold items of the stage (a small table), so this stays cheap
+        where += f" AND i.id IN (SELECT g.item_id FROM {_GOLD} g)"
     sql = f"SELECT i.* FROM {_ITEM} i WHERE {where} ORDER BY i.has_warnings DESC, i.review_count DESC, i.id"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
@@ -88,6 +91,24 @@ def first_candidate(**kwargs) -> ReviewItem | None:
     for item in candidates(limit=1, **kwargs):
         return item
     return None
+
+
+def gold_share(*, stage: str) -> float:
+    """The share of gold items among the stage's open, not excluded items (0.0 when it has none).
+
+    Claim-next draws a gold item with this probability, so seeded copies (new rows, hence last
+    in id order) are spread through an annotator's session instead of waiting at its end.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT COUNT(*) FROM {_GOLD} g JOIN {_ITEM} i ON i.id = g.item_id"
+            " WHERE i.stage = %s AND i.state = %s AND NOT i.excluded", [stage, ItemState.OPEN])
+        gold = cursor.fetchone()[0]
+        if not gold:
+            return 0.0
+        cursor.execute(f"SELECT COUNT(*) FROM {_ITEM} i WHERE i.stage = %s AND i.state = %s AND NOT i.excluded",
+                       [stage, ItemState.OPEN])
+        return gold / max(1, cursor.fetchone()[0])
 
 
 def held_item(*, stage: str, annotator_id: int, now: datetime) -> ReviewItem | None:

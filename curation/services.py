@@ -10,6 +10,7 @@ Other apps use this module only: ``items_sync``, ``agreement_for_stage``, ``stag
 """
 from __future__ import annotations
 
+import random
 from datetime import timedelta
 from typing import Any
 
@@ -119,6 +120,10 @@ def review_claim_next(*, annotator, stage: str) -> ReviewItem | None:
     return None
 
 
+# Draws whether a claim takes a gold item first; a module attribute so that a test can seed it.
+_rng = random.Random()
+
+
 class _ItemFull(Exception):
     def __init__(self, item_id: int) -> None:
         self.item_id = item_id
@@ -128,7 +133,12 @@ def _claim_one(annotator, stage: str, now, tried: list[int]) -> ReviewItem | Non
     pick = {"stage": stage, "annotator_id": annotator.pk, "now": now, "exclude_ids": tried}
     # Skip rows other claimers hold right now; only when none is free, wait for a locked one,
     # so "nothing returned" really means nothing is left for this annotator.
-    item = queue.first_candidate(lock="skip_locked", **pick)
+    item = None
+    share = queue.gold_share(stage=stage)
+    if share and _rng.random() < share:  # gold checks mixed in at their share of the open queue (#16)
+        item = queue.first_candidate(lock="skip_locked", gold_only=True, **pick)
+    if item is None:
+        item = queue.first_candidate(lock="skip_locked", **pick)
     if item is None:
         item = queue.first_candidate(lock="wait", **pick)
         if item is None:

@@ -125,3 +125,31 @@ def test_gold_page_roles_and_bad_input(client, annotator_a, admin_user, adjudica
     assert GoldItem.objects.get(item=item).expected == "reject"
     resp = client.post(reverse("curation:gold_seed"), {"stage": "conversation", "rate": "60", "limit": "5"}, follow=True)
     assert resp.status_code == 200 and Conversation.objects.count() == 1
+
+
+def test_seeded_copies_are_mixed_into_the_queue_not_left_at_its_end(annotator_a, annotator_b, admin_user,
+                                                                    monkeypatch):
+    """Copies are new rows (last in id order); claim-next draws them at their share of the open queue."""
+    lins = [build_lineage(conversations=1, seed=i) for i in range(8)]
+    services.items_sync()
+    for lin in lins[:2]:
+        _decide(ReviewItem.objects.get(stage=ReviewStage.FLOWGRAPH, object_id=lin.flowgraph.pk), "accept",
+                annotator_a, annotator_b)
+    made = gold.gold_seed(actor=admin_user, stage=ReviewStage.FLOWGRAPH, rate=0.25, seed=1)
+    assert len(made) == 2  # ceil(0.25 * 6 / 0.75) = 2, one copy of each accepted item
+    gold_ids = {g.item_id for g in made}
+    assert min(gold_ids) > max(ReviewItem.objects.exclude(pk__in=gold_ids).values_list("pk", flat=True))
+    monkeypatch.setattr(services, "_rng", random.Random(3), raising=False)
+    order = []
+    for _ in range(8):
+        item = services.review_claim_next(annotator=annotator_a, stage=ReviewStage.FLOWGRAPH)
+        order.append(item.pk in gold_ids)
+        services.review_submit(annotator=annotator_a, item_id=item.pk, verdict="accept", reason_codes=[])
+    assert sum(order) == 2 and order != [False] * 6 + [True] * 2  # not both at the end
+    assert queue_share_is_zero_when_no_gold()
+
+
+def queue_share_is_zero_when_no_gold() -> bool:
+    from curation import queue
+    GoldItem.objects.all().delete()
+    return queue.gold_share(stage=ReviewStage.FLOWGRAPH) == 0.0
