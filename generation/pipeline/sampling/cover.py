@@ -5,7 +5,8 @@ from __future__ import annotations
 from .exact import _Budget, _exact_cover_walks, _exact_set_cover, _maximal
 from .flow import _coverable_edges, _min_flow
 from .index import SamplingError, _counts, _Index
-from .repair import _chain_walks, _drop_redundant, _split_walk, _tour_walk
+from .repair import _chain_walks, _drop_redundant, _split_walk, _tour_walk, _walk_through
+from .walks import _Exhausted, _all_walks
 
 
 def _coverage_paths(ix: _Index, max_loops: int, exact: bool = True) -> list[list[int]]:
@@ -26,6 +27,39 @@ def _target_paths(ix: _Index, max_loops: int, targets: list[tuple[int, int]],
     return _cover(ix, cap, targets, _coverable_edges(ix), exact)
 
 
+def _complete(ix: _Index, cap: int, edges: list[tuple[int, int]], walks: list[list[int]]) -> list[list[int]]:
+    """``walks`` plus a walk through each target edge they miss, when one exists within the bound.
+
+    A strategy's shortest-way-in/out repairs can miss an edge that only a longer detour reaches
+    without breaking the loop bound (e.g. a back edge into a node the short way in already used);
+    such a result must never count as a cover, let alone an optimal one."""
+    covered = {(a, b) for w in walks for a, b in zip(w, w[1:])}
+    missing = [e for e in edges if e not in covered]
+    if not missing:
+        return walks
+    walks = list(walks)
+    ok0 = ix.ok(frozenset())
+    for u, v in missing:
+        if (u, v) in covered:
+            continue
+        walk = _walk_through(ix, cap, u, v, ok0) or _search_walk(ix, cap, u, v)
+        if walk is not None:
+            walks.append(walk)
+            covered.update(zip(walk, walk[1:]))
+    return walks
+
+
+def _search_walk(ix: _Index, cap: int, u: int, v: int, max_steps: int = 200_000) -> list[int] | None:
+    """The first walk within the bound (depth first) that takes edge (u, v); None if none is found."""
+    try:
+        for walk in _all_walks(ix, cap, max_steps):
+            if any(a == u and b == v for a, b in zip(walk, walk[1:])):
+                return list(walk)
+    except _Exhausted:
+        return None
+    return None
+
+
 def _check(ix: _Index, max_loops: int) -> int:
     if max_loops < 0:
         raise SamplingError("max_loops must be >= 0")
@@ -42,7 +76,7 @@ def _cover(ix: _Index, cap: int, edges: list[tuple[int, int]], support: list[tup
     strategies = [(_flow_cover, v) for v in range(len(_DECOMPOSE_KEYS))]
     strategies += [(_guided_cover, v) for v in range(len(_GUIDE_KEYS))]
     for strategy, variant in strategies:
-        walks = strategy(ix, cap, edges, n_paths, flow, variant)
+        walks = _complete(ix, cap, edges, strategy(ix, cap, edges, n_paths, flow, variant))
         pool += walks
         if best is None or len(walks) < len(best):
             best = walks
