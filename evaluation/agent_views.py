@@ -40,34 +40,30 @@ def own_agents(request: HttpRequest) -> HttpResponse:
     return _page(request)
 
 
-@require_POST
-@role_required(RESEARCHER)
-def http_agent_create(request: HttpRequest) -> HttpResponse:
-    form = HttpAgentForm(request.POST)
+def _create(request: HttpRequest, form_class, form_key: str, create, label: str) -> HttpResponse:
+    """Form → service → redirect, shared by both agent kinds of this page."""
+    form = form_class(request.POST)
     if not form.is_valid():
-        return _page(request, status=400, http_form=form)
+        return _page(request, status=400, **{form_key: form})
     try:
-        agent = agent_kinds.agent_create_http(**form.cleaned_data)
+        agent = create(**form.cleaned_data)
     except services.EvaluationError as exc:
         messages.error(request, str(exc))
         return redirect("evaluation:own_agents")
-    messages.success(request, f"HTTP agent {agent.name} created.")
+    messages.success(request, f"{label} {agent.name} created.")
     return redirect("evaluation:own_agents")
+
+
+@require_POST
+@role_required(RESEARCHER)
+def http_agent_create(request: HttpRequest) -> HttpResponse:
+    return _create(request, HttpAgentForm, "http_form", agent_kinds.agent_create_http, "HTTP agent")
 
 
 @require_POST
 @role_required(RESEARCHER)
 def own_prompt_agent_create(request: HttpRequest) -> HttpResponse:
-    form = OwnPromptAgentForm(request.POST)
-    if not form.is_valid():
-        return _page(request, status=400, own_form=form)
-    try:
-        agent = agent_kinds.agent_create_own_prompt(**form.cleaned_data)
-    except services.EvaluationError as exc:
-        messages.error(request, str(exc))
-        return redirect("evaluation:own_agents")
-    messages.success(request, f"Agent {agent.name} created.")
-    return redirect("evaluation:own_agents")
+    return _create(request, OwnPromptAgentForm, "own_form", agent_kinds.agent_create_own_prompt, "Agent")
 
 
 @require_GET

@@ -188,16 +188,20 @@ class Context:
             version = feedback_version(version, self.config)
         return messages, version
 
+    def _ask(self, stage: str, template_id: str, key: str, messages: list[dict], json_mode: bool,
+             check: Callable[[str], list[tuple[str, str]]], **extra: Any) -> llm.Answer:
+        """llm.ask with this job's model, temperature, feedback, prompt version and cache setting."""
+        messages, version = self.with_feedback(messages, template_id)
+        return llm.ask(
+            messages=messages, check=check, stage=stage, model=(self.config.get("models") or {}).get(stage) or None,
+            temperature=self.temperature(stage), response_format=JSON_FORMAT if json_mode else None,
+            job=self.job.pk, key=key, template=template_id, template_version=version,
+            use_cache=bool(settings.LLM_CACHE and self.config.get("cache", True)), **extra,
+        )
+
     def llm(self, stage: str, template_id: str, key: str, messages: list[dict], json_mode: bool) -> str:
         """One call with no validator and no repair turn, for auxiliary checks (the outcome check, #13)."""
-        messages, version = self.with_feedback(messages, template_id)
-        answer = llm.ask(
-            messages=messages, check=lambda reply: [], attempts=0, stage=stage,
-            model=(self.config.get("models") or {}).get(stage) or None, temperature=self.temperature(stage),
-            response_format=JSON_FORMAT if json_mode else None, job=self.job.pk, key=key, template=template_id,
-            template_version=version, use_cache=bool(settings.LLM_CACHE and self.config.get("cache", True)),
-        )
-        return answer.content
+        return self._ask(stage, template_id, key, messages, json_mode, lambda reply: [], attempts=0).content
 
     def ask(self, stage: str, template_id: str, key: str, messages: list[dict], json_mode: bool,
             interpret: Callable[[str], ItemResult], sample: int = 0) -> ItemResult:
@@ -214,13 +218,7 @@ class Context:
             final["result"] = interpret(reply)
             return [(d.reason, d.detail or d.reason) for d in final["result"].discards]
 
-        messages, version = self.with_feedback(messages, template_id)
-        answer = llm.ask(
-            messages=messages, check=check, stage=stage, model=(self.config.get("models") or {}).get(stage) or None,
-            temperature=self.temperature(stage), response_format=JSON_FORMAT if json_mode else None,
-            job=self.job.pk, key=key, template=template_id, template_version=version,
-            use_cache=bool(settings.LLM_CACHE and self.config.get("cache", True)), sample=sample,
-        )
+        answer = self._ask(stage, template_id, key, messages, json_mode, check, sample=sample)
         result = final["result"]
         if answer.repaired:
             result.repaired = result.passed
