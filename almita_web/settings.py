@@ -153,6 +153,9 @@ LLM_CACHE = env_bool("LLM_CACHE", True)
 LLM_REPAIR_ATTEMPTS = env_int("LLM_REPAIR_ATTEMPTS", 2, minimum=0)
 # An unfinished job with no progress for this long is marked failed by the watchdog.
 JOB_STALL_MINUTES = env_int("JOB_STALL_MINUTES", 30, minimum=1)
+# Closed loop (#15): attempts per uncovered edge; idle gaps longer than this are not annotator time.
+GAP_FILL_RETRY_LIMIT = env_int("GAP_FILL_RETRY_LIMIT", 3, minimum=1)
+CURATION_IDLE_MINUTES = env_float("CURATION_IDLE_MINUTES", 10.0, minimum=0.1)
 _default_model = env_str("LLM_MODEL", "gpt-4o")
 LLM_STAGE_MODELS = {
     stage: env_str(f"LLM_MODEL_{stage.upper()}", _default_model)

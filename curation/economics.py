@@ -22,7 +22,7 @@ from generation.models import CurationStatus, GenerationJob, LLMCall, Test
 
 
 def idle_threshold() -> timedelta:
-    return timedelta(minutes=float(getattr(settings, "CURATION_IDLE_MINUTES", 10)))
+    return timedelta(minutes=settings.CURATION_IDLE_MINUTES)
 
 
 def items_of_jobs(job_ids: Iterable[int]) -> list[int]:

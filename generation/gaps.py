@@ -32,7 +32,7 @@ CONVERSATION_MODES = ("offline", "llm")
 
 def retry_limit() -> int:
     """How many gap-filling attempts one uncovered edge gets (settings.GAP_FILL_RETRY_LIMIT, default 3)."""
-    return int(getattr(settings, "GAP_FILL_RETRY_LIMIT", 3))
+    return settings.GAP_FILL_RETRY_LIMIT
 
 
 class NothingToFill(Exception):
