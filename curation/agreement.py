@@ -7,9 +7,8 @@ so a page never shows a bare "nan".
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from itertools import permutations
 from typing import Any
 
 
@@ -32,10 +31,16 @@ def _key(pair: tuple[Hashable, Hashable]) -> str:
     return f"{pair[0]}|{pair[1]}"
 
 
+# Each coefficient has a form over counts (what SQL aggregation returns: a table of label pairs,
+# a histogram of per-item label compositions) and the plain form over rows, which only tallies
+# the rows and calls it, so both always give the same figures.
+
 def percent_agreement(pairs: Sequence[tuple[Hashable, Hashable]]) -> Agreement:
     """Share of items on which both raters gave the same label."""
-    n = len(pairs)
-    same = sum(1 for a, b in pairs if a == b)
+    return percent_from_counts(sum(1 for a, b in pairs if a == b), len(pairs))
+
+
+def percent_from_counts(same: int, n: int) -> Agreement:
     counts = {"agree": same, "disagree": n - same}
     if n == 0:
         return Agreement(None, 0, counts, "No item has been reviewed by both annotators yet.")
@@ -44,13 +49,21 @@ def percent_agreement(pairs: Sequence[tuple[Hashable, Hashable]]) -> Agreement:
 
 def cohen_kappa(pairs: Sequence[tuple[Hashable, Hashable]]) -> Agreement:
     """Cohen's κ for two raters: (p_o − p_e) / (1 − p_e), with p_e from each rater's own marginals."""
-    n = len(pairs)
-    table = Counter(pairs)
+    return cohen_kappa_table(Counter(pairs))
+
+
+def cohen_kappa_table(table: Mapping[tuple[Hashable, Hashable], int]) -> Agreement:
+    """Cohen's κ from a contingency table {(first rater's label, second's): items}."""
+    table = {k: v for k, v in table.items() if v}
+    n = sum(table.values())
     counts: dict[str, Any] = {"table": {_key(k): v for k, v in sorted(table.items(), key=lambda kv: str(kv[0]))}}
     if n == 0:
         return Agreement(None, 0, counts, "No item has been reviewed by both annotators yet.")
-    first = Counter(a for a, _ in pairs)
-    second = Counter(b for _, b in pairs)
+    first: Counter = Counter()
+    second: Counter = Counter()
+    for (a, b), v in table.items():
+        first[a] += v
+        second[b] += v
     p_o = sum(v for (a, b), v in table.items() if a == b) / n
     p_e = sum(first[c] * second[c] for c in set(first) | set(second)) / (n * n)
     counts.update({"p_observed": p_o, "p_expected": p_e})
@@ -64,6 +77,13 @@ def cohen_kappa(pairs: Sequence[tuple[Hashable, Hashable]]) -> Agreement:
     return Agreement((p_o - p_e) / (1 - p_e), n, counts)
 
 
+Composition = tuple[tuple[Hashable, int], ...]  # one item's labels as sorted (label, how many) pairs
+
+
+def composition(labels: Iterable[Hashable]) -> Composition:
+    return tuple(sorted(((k, v) for k, v in Counter(labels).items() if v), key=lambda kv: str(kv[0])))
+
+
 def krippendorff_alpha_nominal(units: Iterable[Sequence[Hashable]]) -> Agreement:
     """Krippendorff's α for nominal data, any number of raters, missing values allowed.
 
@@ -71,16 +91,27 @@ def krippendorff_alpha_nominal(units: Iterable[Sequence[Hashable]]) -> Agreement
     fewer than two labels are not pairable and are left out, as the coefficient prescribes.
     α = 1 − (n − 1) · Σ_{c≠k} o_ck / Σ_{c≠k} n_c · n_k, with o the coincidence matrix.
     """
+    return krippendorff_alpha_compositions(Counter(composition(labels) for labels in units))
+
+
+def krippendorff_alpha_compositions(units: Mapping[Composition, int]) -> Agreement:
+    """Krippendorff's α from {composition of one item's labels: how many items have it}.
+
+    An item with m labels, n_c of them c, adds n_c·(n_c − 1)/(m − 1) to o_cc and n_c·n_k/(m − 1)
+    to o_ck: the same coincidence matrix as counting every ordered pair of its labels.
+    """
     coincidence: Counter = Counter()
     pairable_units = 0
-    for labels in units:
-        labels = list(labels)
-        m = len(labels)
-        if m < 2:
+    for comp, weight in units.items():
+        m = sum(k for _, k in comp)
+        if m < 2 or not weight:
             continue
-        pairable_units += 1
-        for i, j in permutations(range(m), 2):
-            coincidence[(labels[i], labels[j])] += 1 / (m - 1)
+        pairable_units += weight
+        for c, n_c in comp:
+            for k, n_k in comp:
+                ordered = n_c * (n_c - 1) if c == k else n_c * n_k
+                if ordered:
+                    coincidence[(c, k)] += weight * ordered / (m - 1)
     n_c: Counter = Counter()
     for (c, _k), v in coincidence.items():
         n_c[c] += v

@@ -2,7 +2,8 @@
 
 Every writer is a generator of text (or bytes) chunks over an iterator of rows, so the same
 functions feed a StreamingHttpResponse, a file on disk and the benchmark, and memory stays flat:
-rows come from the database with ``.iterator(chunk_size=…)`` and are never collected.
+rows come from the database with ``.iterator(chunk_size=…)`` and are never collected. The CSV
+rendering and the formula guard live in curation.csv_render (re-exported here).
 """
 from __future__ import annotations
 
@@ -16,17 +17,12 @@ from typing import Any
 from django.db.models import Func, QuerySet, TextField
 from django.db.models.functions import Cast
 
+from curation.csv_render import (  # noqa: F401  (re-exported: callers and tests import them from here)
+    _ENCODE, BATCH, CSV_COLUMNS, CSV_HEADER, FORMULA_START, CsvLineMaker, _cell, csv_chunks, csv_line_chunks, csv_stream,
+    formula_safe, guarded, spreadsheet_safe,
+)
 from curation.models import Release, ReleaseTest
-from generation.pipeline.extract import format_api_call
 
-BATCH = 1000  # rows per yielded chunk: big enough to amortise, small enough to stay flat
-
-CSV_COLUMNS = [
-    "test_id", "conversation_id", "position", "intent_id", "intent", "client", "procedure_id",
-    "procedure", "apis", "context", "expected_type", "expected_output", "expected_api_name",
-    "expected_parameters", "noise_kinds", "flowgraph_id", "conversation_graph_id", "path_node_ids",
-    "expected_action",
-]
 JSONL_FILES = {
     "tests.jsonl": None,  # the frozen test rows themselves
     "conversations.jsonl": ("conversation",),
@@ -132,146 +128,6 @@ def jsonl_chunks(rows: Iterable[dict[str, Any] | str], batch: int = BATCH) -> It
     if buf:
         buf.append("")
         yield _line_safe("\n".join(buf))
-
-
-def _make_encoder() -> Callable[[Any], str]:
-    """Compact JSON with sorted keys (jsonb reorders keys; output must not depend on the database).
-
-    json.dumps builds a fresh C encoder on every call; for millions of small values that set-up
-    dominates, so the C encoder is built once here (falling back to the stdlib call without it).
-    """
-    try:
-        from json.encoder import c_make_encoder, encode_basestring
-    except ImportError:  # pragma: no cover - CPython always has the C accelerator
-        c_make_encoder = None
-    if c_make_encoder is None:  # pragma: no cover
-        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
-
-    def default(o: Any) -> Any:
-        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
-
-    # (markers, default, encoder, indent, key_separator, item_separator, sort_keys, skipkeys, allow_nan)
-    encoder = c_make_encoder(None, default, encode_basestring, None, ":", ",", True, False, True)
-
-    def encode(o: Any) -> str:
-        if isinstance(o, str):
-            return encode_basestring(o)
-        return "".join(encoder(o, 0))
-
-    return encode
-
-
-_ENCODE = _make_encoder()
-_CACHE_LIMIT = 20_000
-
-
-# A cell starting with one of these is read as a formula by spreadsheet programs (TAB and CR
-# too: some strip them and then see the formula behind). OWASP's advice: prefix a quote.
-FORMULA_START = frozenset("=+-@\t\r")
-
-
-def formula_safe(text: str) -> str:
-    """The one CSV formula guard: every CSV the product writes passes its text cells through it."""
-    return "'" + text if text[:1] in FORMULA_START else text
-
-
-def spreadsheet_safe(row: dict[str, Any]) -> dict[str, Any]:
-    """A CSV row (for csv.DictWriter) whose text cells cannot start a spreadsheet formula."""
-    return {k: (formula_safe(v) if isinstance(v, str) else v) for k, v in row.items()}
-
-
-def _cell(value: Any) -> str:
-    """One RFC 4180 field, quoted only when it must be (csv.QUOTE_MINIMAL's rule).
-
-    Hand-written because the csv module walks long fields character by character: a row carries
-    the whole procedure text, and this is several times faster while producing the same bytes.
-    """
-    s = value if isinstance(value, str) else str(value)
-    if s[:1] in FORMULA_START:
-        s = "'" + s
-    if '"' in s:
-        return '"' + s.replace('"', '""') + '"'
-    if "," in s or "\n" in s or "\r" in s:
-        return '"' + s + '"'
-    return s
-
-
-CSV_HEADER = ",".join(CSV_COLUMNS) + "\n"
-
-
-class CsvLineMaker:
-    """Renders frozen test rows as ALMITA-style CSV records (RFC 4180, readable by csv.reader).
-
-    Feed it rows in release order (conversation, position): the contexts of one conversation's
-    tests are prefixes of each other, so only the messages a context adds are encoded; the
-    intent, procedure and APIs cells are built once per procedure.
-    """
-
-    def __init__(self) -> None:
-        self.procedures: dict[Any, str] = {}
-        self.conv_id: Any = None
-        self.prev: list = []
-        self.context = "[]"
-
-    def __call__(self, d: dict[str, Any]) -> str:
-        ctx, prev = d["context"], self.prev
-        n = len(prev)
-        if d["conversation_id"] == self.conv_id and len(ctx) >= n and ctx[:n] == prev:
-            if len(ctx) > n:
-                self.context = self.context[:-1] + ("," if n else "") + _ENCODE(ctx[n:])[1:]
-        else:
-            self.conv_id, self.context = d["conversation_id"], _ENCODE(ctx)
-        self.prev = ctx
-        proc = d["procedure"]
-        middle = self.procedures.get(proc["id"])
-        if middle is None:
-            if len(self.procedures) > _CACHE_LIMIT:
-                self.procedures.clear()
-            intent = d["intent"]
-            middle = self.procedures[proc["id"]] = ",".join((
-                _cell(intent["id"]), _cell(intent["name"]), _cell(intent["client"]), _cell(proc["id"]),
-                _cell(proc["text"]), _cell(_ENCODE(d["apis"]))))
-        exp = d["expected"]
-        if exp["type"] == "api_call":
-            params = exp.get("parameters") or {}
-            output, name, params_json = format_api_call(exp["name"], params), exp["name"], _ENCODE(params)
-        else:
-            output, name, params_json = exp.get("content", ""), "", ""
-        fg, cg = d.get("flowgraph_id"), d.get("conversation_graph_id")
-        noise, nodes = d.get("noise_kinds"), d.get("path_node_ids")
-        return ",".join((
-            str(d["test_id"]), str(d["conversation_id"]), str(d["position"]), middle, _cell(self.context),
-            _cell(exp["type"]), _cell(output), name and _cell(name), params_json and _cell(params_json),
-            _cell(",".join(noise)) if noise else "", "" if fg is None else str(fg),
-            "" if cg is None else str(cg), _cell(" ".join(nodes)) if nodes else "",
-            _cell(d.get("expected_action") or ""),
-        ))
-
-
-def _joined(lines: Iterable[str], batch: int) -> Iterator[str]:
-    buf: list[str] = []
-    for line in lines:
-        buf.append(line)
-        if len(buf) >= batch:
-            buf.append("")
-            yield "\n".join(buf)
-            buf = []
-    if buf:
-        buf.append("")
-        yield "\n".join(buf)
-
-
-def csv_chunks(rows: Iterable[dict[str, Any]], batch: int = BATCH) -> Iterator[str]:
-    """ALMITA-style CSV from frozen test rows: a header, then one record per test."""
-    yield CSV_HEADER
-    make = CsvLineMaker()
-    yield from _joined((make(d) for d in rows), batch)
-
-
-def csv_line_chunks(lines: Iterable[str], batch: int = BATCH) -> Iterator[str]:
-    """ALMITA-style CSV from records rendered when the release was created (ReleaseTest.csv_line)."""
-    yield CSV_HEADER
-    yield from _joined(lines, batch)
 
 
 def release_csv_lines(release: Release, chunk_size: int = 2000) -> Iterator[str]:

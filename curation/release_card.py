@@ -91,11 +91,11 @@ def funnel(release: Release, stats: dict) -> list[tuple[str, list[int]]]:
 
 def agreement_by_stage() -> dict[str, dict[str, Any]]:
     """Agreement figures per review stage, from the curation services (percent, Cohen's κ, α)."""
-    from curation.services import agreement_for_stage
+    from curation.stats import agreement_by_stage as figures
 
     out = {}
-    for stage in ReviewStage.values:
-        a = agreement_for_stage(stage)["overall"]
+    for stage, f in figures().items():
+        a = f["overall"]
         out[stage] = {
             "items": a["percent"]["n"], "percent": a["percent"]["value"], "kappa": a["kappa"]["value"],
             "alpha": a["alpha"]["value"], "note": a["kappa"]["explanation"] or a["percent"]["explanation"],

@@ -6,15 +6,15 @@ they never reveal a verdict to someone who could still review the item.
 from __future__ import annotations
 
 from collections import defaultdict
-from itertools import combinations
+from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from curation.agreement import cohen_kappa, krippendorff_alpha_nominal, percent_agreement
-from curation.annotation_models import flags_text
+from curation.agreement_stats import agreement_by_stage, agreement_for_stage  # noqa: F401  (aggregated in SQL)
+from curation.annotation_models import Flag, flags_text
 from curation.models import Claim, ItemState, Review, ReviewItem, ReviewStage, Skip, Verdict
 from curation.state import Effective, effective_q
 
@@ -95,65 +95,36 @@ def annotator_progress(*, annotator=None) -> list[dict[str, Any]]:
     ]
 
 
+VERDICT_FIELDS = ("item_id", "stage", "object_id", "annotator", "verdict", "reason_codes", "comment",
+                  "reviewed_at", "item_state", "final_decision", "flags")
+
+
+def _verdict_reviews(stage: str | None):
+    # Gold items are checks on annotators, not data: left out of the verdict table (issue #16).
+    qs = Review.objects.filter(item__state__in=COMPLETE_STATES, item__gold__isnull=True)
+    return qs.filter(item__stage=stage) if stage else qs
+
+
+def verdict_table(*, stage: str | None = None, chunk_size: int = 2000) -> Iterator[tuple]:
+    """One tuple per review of a complete item (VERDICT_FIELDS), streamed from plain columns.
+
+    No model instances and no per-row prefetch: the flags come from one grouped read keyed by
+    review, and the reviews from ``values_list(...).iterator()``.
+    """
+    flags: dict[int, list] = defaultdict(list)
+    for review_id, *flag in Flag.objects.filter(review__in=_verdict_reviews(stage)).order_by(
+            "review_id", "id").values_list("review_id", "kind", "target", "reason", "comment"):
+        flags[review_id].append(flag)
+    rows = _verdict_reviews(stage).order_by("item_id", "id").values_list(
+        "id", "item_id", "item__stage", "item__object_id", "annotator__username", "verdict", "reason_codes",
+        "comment", "created_at", "item__state", "item__decision").iterator(chunk_size=chunk_size)
+    for pk, item_id, st, object_id, user, verdict, codes, comment, at, state, decision in rows:
+        f = flags.get(pk)
+        yield (item_id, st, object_id, user, verdict, " ".join(codes or ()), comment, at.isoformat(), state,
+               decision, flags_text(SimpleNamespace(kind=k, target=t, reason=r, comment=c) for k, t, r, c in f)
+               if f else "")
+
+
 def verdict_rows(*, stage: str | None = None) -> list[dict[str, Any]]:
     """One row per review of a complete item: the raw table behind the agreement figures."""
-    # Gold items are checks on annotators, not data: left out of the verdict table (issue #16).
-    qs = Review.objects.filter(item__state__in=COMPLETE_STATES, item__gold__isnull=True).select_related(
-        "item", "annotator").prefetch_related("flags")
-    if stage:
-        qs = qs.filter(item__stage=stage)
-    return [
-        {
-            "item_id": r.item_id, "stage": r.item.stage, "object_id": r.item.object_id,
-            "annotator": r.annotator.username, "verdict": r.verdict,
-            "reason_codes": " ".join(r.reason_codes or []), "comment": r.comment,
-            "reviewed_at": r.created_at.isoformat(), "item_state": r.item.state,
-            "final_decision": r.item.decision,
-            "flags": flags_text(r.flags.all()),  # issue #16
-        }
-        for r in qs.order_by("item_id", "id")
-    ]
-
-
-def _figures(pairs: list[tuple[str, str]], units: list[list[str]]) -> dict[str, Any]:
-    return {
-        "percent": percent_agreement(pairs).as_dict(),
-        "kappa": cohen_kappa(pairs).as_dict(),
-        "alpha": krippendorff_alpha_nominal(units).as_dict(),
-    }
-
-
-def agreement_for_stage(stage: str) -> dict[str, Any]:
-    """Agreement on `stage` overall and per annotator pair, with the counts behind every figure.
-
-    Overall, percent agreement counts every pair of reviews on the same item; κ treats each
-    item's first and second review as two raters (the usual stand-in when raters rotate); α uses
-    all reviews of every item. Per pair, all three use the items both annotators reviewed.
-    """
-    rows = list(
-        Review.objects.filter(item__stage=stage, item__state__in=COMPLETE_STATES, item__gold__isnull=True)
-        .order_by("item_id", "id").values_list("item_id", "annotator_id", "verdict")
-    )
-    by_item: dict[int, list[tuple[int, str]]] = defaultdict(list)
-    for item_id, annotator_id, verdict in rows:
-        by_item[item_id].append((annotator_id, verdict))
-    units = [[v for _, v in reviews] for reviews in by_item.values()]
-    all_pairs = [(a[1], b[1]) for reviews in by_item.values() for a, b in combinations(reviews, 2)]
-    first_second = [(reviews[0][1], reviews[1][1]) for reviews in by_item.values() if len(reviews) >= 2]
-    overall = _figures(all_pairs, units)
-    overall["kappa"] = cohen_kappa(first_second).as_dict()
-
-    names = dict(get_user_model().objects.filter(
-        pk__in={a for _, a, _ in rows}).values_list("pk", "username"))
-    pair_items: dict[tuple[int, int], list[tuple[str, str]]] = defaultdict(list)
-    for reviews in by_item.values():
-        for (a, va), (b, vb) in combinations(sorted(reviews, key=lambda r: names.get(r[0], "")), 2):
-            pair_items[(a, b)].append((va, vb))
-    pairs = [
-        {"a": names.get(a, str(a)), "b": names.get(b, str(b)), "n": len(p), **_figures(p, [list(x) for x in p])}
-        for (a, b), p in sorted(pair_items.items(), key=lambda kv: (names.get(kv[0][0], ""), names.get(kv[0][1], "")))
-    ]
-    return {
-        "stage": stage, "label": dict(ReviewStage.choices)[stage], "items": len(by_item),
-        "reviews": len(rows), "overall": overall, "pairs": pairs,
-    }
+    return [dict(zip(VERDICT_FIELDS, row)) for row in verdict_table(stage=stage)]

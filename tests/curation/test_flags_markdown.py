@@ -104,7 +104,7 @@ def test_flags_are_stored_shown_escaped_and_exported(client, annotator_a, annota
     client.login(username=adjudicator.username, password=PASSWORD)
     page = client.get(reverse("curation:adjudicate", args=[item.pk])).content.decode()
     assert 'id="flag-table"' in page and XSS not in page
-    body = client.get(reverse("curation:agreement_csv")).content.decode()
+    body = b"".join(client.get(reverse("curation:agreement_csv")).streaming_content).decode()
     rows = list(csv.DictReader(io.StringIO(body)))
     flagged = [r for r in rows if r["annotator"] == "annotator_a"]
     assert flagged and flagged[0]["flags"].startswith("turn 0: OTHER (")
