@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -20,20 +19,15 @@ from django.utils import timezone
 
 import webhooks
 from almita_web.bounds import json_ids
-from curation.exports import CsvLineMaker
 from curation.gold import gold_tests_q
 from curation.models import Release, ReleaseKind, ReleaseRecord, ReleaseTest, ReviewStage
 from curation.release_card import release_card, release_manifest
-from generation.imports import (
-    api_row_to_dict, conversation_graph_record, conversation_record, flowgraph_record, intent_record,
-    path_record, procedure_record, record_id,
-)
-from generation.models import Api, Conversation, CurationStatus, Intent, Procedure, Test
+from curation.release_freeze import CHUNK, NO_NOISE, freeze
+from generation.imports import record_id
+from generation.models import Conversation, CurationStatus, Intent, Procedure, Test
 
-CHUNK = 500  # conversations per batch while freezing
 LICENCES = ("CC-BY-4.0", "CC-BY-SA-4.0", "CC0-1.0", "CC-BY-NC-4.0", "proprietary")
 FILTER_KEYS = ("jobs", "stages", "intents", "noise_kinds")
-NO_NOISE = "none"
 
 # Which artifact must be accepted for each review stage named in filters["stages"].
 STAGE_LOOKUPS = {
@@ -176,7 +170,7 @@ def release_create(*, name: str, kind: str = ReleaseKind.CURATED, filters: dict 
     except IntegrityError:  # another release of this name took the version number first
         raise ReleaseError(f"'{name}' v{version} was just created by someone else; try again") from None
     digest = hashlib.sha256()
-    stats = _freeze(release, tests_for(kind, filters), digest)
+    stats = freeze(release, tests_for(kind, filters), digest)
     release.content_hash = digest.hexdigest()
     release.manifest = release_manifest(release, stats)
     release.card = release_card(release, stats)
@@ -184,92 +178,6 @@ def release_create(*, name: str, kind: str = ReleaseKind.CURATED, filters: dict 
     webhooks.emit("release.created", release_id=release.pk, name=release.name, version=release.version,
                   kind=release.kind, content_hash=release.content_hash)
     return release
-
-
-def _freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
-    conv_ids = list(tests_qs.order_by().values_list("conversation_id", flat=True).distinct())
-    conv_ids.sort()
-    seen: dict[str, set[int]] = defaultdict(set)
-    apis_cache: dict[int, list[dict]] = {}
-    procs: dict[int, Procedure] = {}
-    csv_line = CsvLineMaker()
-    jobs: set[int] = set()
-    counts: Counter = Counter()
-    noise: Counter = Counter()
-    expected_types: Counter = Counter()
-    for start in range(0, len(conv_ids), CHUNK):
-        batch = conv_ids[start:start + CHUNK]
-        convs = {
-            c.pk: c for c in Conversation.objects.filter(pk__in=batch).select_related(
-                "procedure__intent", "path__conversation_graph__flowgraph")
-        }
-        missing = [c.procedure_id for c in convs.values() if c.procedure_id not in apis_cache]
-        for pid in set(missing):
-            apis_cache[pid] = []
-        for api in Api.objects.filter(procedure_id__in=set(missing)).order_by("pk"):
-            apis_cache[api.procedure_id].append(api_row_to_dict(api))
-        tests_by_conv: dict[int, list[Test]] = defaultdict(list)
-        for t in tests_qs.filter(conversation_id__in=batch).order_by("conversation_id", "position"):
-            tests_by_conv[t.conversation_id].append(t)
-        entries: list[ReleaseTest] = []
-        records: list[ReleaseRecord] = []
-        for cid in batch:
-            conv = convs[cid]
-            # The first copy of a procedure read is the one every test of it freezes, so tests and
-            # records agree even if someone edits the procedure while the release is being made.
-            proc = procs.setdefault(conv.procedure_id, conv.procedure)
-            intent = proc.intent
-            path = conv.path
-            lineage = [("intent", intent, lambda o: intent_record(o)),
-                       ("procedure", proc, lambda o: procedure_record_from_cache(o, apis_cache[o.pk]))]
-            if path is not None:
-                cg = path.conversation_graph
-                lineage += [("flowgraph", cg.flowgraph, flowgraph_record),
-                            ("conversation_graph", cg, conversation_graph_record),
-                            ("path", path, path_record)]
-            for kind, obj, to_record in lineage:
-                if obj.pk not in seen[kind]:
-                    seen[kind].add(obj.pk)
-                    records.append(ReleaseRecord(release=release, kind=kind, object_id=obj.pk, data=to_record(obj)))
-                    if getattr(obj, "job_id", None):
-                        jobs.add(obj.job_id)
-            frozen_tests = []
-            for t in tests_by_conv[cid]:
-                data = test_data(t, conv, proc, intent, apis_cache[proc.pk])
-                digest.update(canonical(data))
-                digest.update(b"\n")
-                entries.append(ReleaseTest(release=release, test_id=t.pk, conversation_id=cid,
-                                           position=t.position, data=data, csv_line=csv_line(data)))
-                frozen_tests.append({"position": t.position, "context": t.context, "expected": t.expected})
-                expected_types[t.expected_type] += 1
-                if t.job_id:
-                    jobs.add(t.job_id)
-            records.append(ReleaseRecord(release=release, kind="conversation", object_id=cid,
-                                         data=conversation_record(conv, frozen_tests)))
-            seen["conversation"].add(cid)
-            if conv.job_id:
-                jobs.add(conv.job_id)
-            for k in conv.noise_kinds or []:
-                noise[k] += 1
-            if not conv.noise_kinds:
-                noise[NO_NOISE] += 1
-        for r in records:
-            digest.update(canonical([r.kind, r.data]))
-            digest.update(b"\n")
-        ReleaseTest.objects.bulk_create(entries, batch_size=1000)
-        ReleaseRecord.objects.bulk_create(records, batch_size=1000)
-        counts["tests"] += len(entries)
-    for kind, ids in seen.items():
-        counts[kind + "s"] = len(ids)
-    counts["procedures_with_apis"] = sum(1 for pid in seen["procedure"] if apis_cache.get(pid))
-    return {"counts": dict(counts), "noise": dict(noise), "expected_types": dict(expected_types),
-            "jobs": sorted(jobs)}
-
-
-def procedure_record_from_cache(proc: Procedure, apis: list[dict]) -> dict[str, Any]:
-    rec = procedure_record(proc, [])
-    rec["apis"] = apis
-    return rec
 
 
 def release_verify(release: Release) -> bool:
