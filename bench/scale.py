@@ -10,9 +10,12 @@ progress, adjudication and agreement pages, the verdict CSV, and one adjudicatio
 cascade). Prints median and p95 per operation and size, and the growth factor from the smallest
 to the largest size. Targets at 50,000: every page and action ≤ 200 ms p95, claim-next ≤ 15 ms.
 
-The items stand for artifacts that are not created (object ids only), so what is measured is the
-curation tables' work; release creation and the review page's artifact rendering are covered by
-bench/export.py and bench/review.py.
+Real artifacts stand behind the items: 1.6 tests per review item (80,000 tests at 50,000 items)
+in conversations of 7 tests, with their whole lineage (bench/scale_data.py: the row shapes of
+bench/export.py), so every artifact has its review item and the rest of the items point at ids
+with no artifact. That lets it time the review page of a conversation and an automatic release
+of every test (with its query count), 3 runs each, the release deleted between runs.
+Target: the release of 80,000 tests ≤ 4 s.
 """
 from __future__ import annotations
 
@@ -33,6 +36,8 @@ if "DATABASE_URL" not in os.environ:
     os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp()}/scale.sqlite3"
 
 ANNOTATORS = 8
+TESTS_PER_ITEM = 1.6  # 80,000 tests at 50,000 review items
+RELEASE_REPEAT = 3
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -41,7 +46,7 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[k]
 
 
-def load(n: int, annotators) -> None:
+def load(n: int, annotators, artifacts: dict[str, list[int]]) -> None:
     from django.utils import timezone
 
     from curation.models import ItemState, Review, ReviewItem, ReviewStage
@@ -49,11 +54,16 @@ def load(n: int, annotators) -> None:
     stages = ReviewStage.values
     now = timezone.now()
     items = []
+    taken = {stage: 0 for stage in stages}
     for i in range(n):
+        stage = stages[i % 4]
+        real = artifacts.get(stage, [])
+        object_id = real[taken[stage]] if taken[stage] < len(real) else 1_000_000 + i
+        taken[stage] += 1
         reviewed = (i // 4) % 2 == 0
         disagree = reviewed and (i // 8) % 10 == 0
         state = ItemState.OPEN if not reviewed else (ItemState.DISAGREEMENT if disagree else ItemState.DECIDED)
-        items.append(ReviewItem(stage=stages[i % 4], object_id=1_000_000 + i, required_reviews=2, state=state,
+        items.append(ReviewItem(stage=stage, object_id=object_id, required_reviews=2, state=state,
                                 decision="accept" if state == ItemState.DECIDED else "",
                                 decided_at=now if state == ItemState.DECIDED else None,
                                 review_count=2 if reviewed else 0, has_warnings=i % 13 == 0))
@@ -86,8 +96,13 @@ def measure(n: int, repeat: int) -> dict[str, list[float]]:
     fresh = User.objects.create_user("scale_fresh", password="x")
     assign_roles(fresh, [ANNOTATOR])
     t0 = time.perf_counter()
-    load(n, annotators)
-    print(f"  loaded {n} items in {time.perf_counter() - t0:.1f} s", flush=True)
+    sys.path.insert(0, str(ROOT / "bench"))
+    from scale_data import build_artifacts
+
+    n_tests = round(n * TESTS_PER_ITEM)
+    artifacts = build_artifacts(n_tests)
+    load(n, annotators, artifacts)
+    print(f"  loaded {n} items and {n_tests} tests with their lineage in {time.perf_counter() - t0:.1f} s", flush=True)
 
     times: dict[str, list[float]] = {}
 
@@ -104,21 +119,60 @@ def measure(n: int, repeat: int) -> dict[str, list[float]]:
             if item is not None:  # give the claim back so every round is a real claim
                 Claim.objects.filter(item=item, annotator=fresh).delete()
         timed(f"claim-next {stage}", claim)
-    client = Client()
+    class Checked(Client):  # every timed page must answer 200, or the figure means nothing
+        def get(self, *args, **kwargs):
+            resp = super().get(*args, **kwargs)
+            assert resp.status_code == 200, (args, resp.status_code)
+            return resp
+
+    client = Checked()
     client.force_login(fresh)
     timed("queue page", lambda: client.get("/curation/queue/"))
-    boss_client = Client()
+    boss_client = Checked()
     boss_client.force_login(boss)
     timed("progress page", lambda: boss_client.get("/curation/progress/"))
     timed("adjudication page", lambda: boss_client.get("/curation/adjudication/"))
     timed("agreement page", lambda: boss_client.get("/curation/agreement/"))
-    timed("verdicts CSV (conversation)", lambda: boss_client.get("/curation/agreement/verdicts.csv?stage=conversation"))
+    # A streamed download: timed to its last byte (and, separately, to its first chunk).
+    url = "/curation/agreement/verdicts.csv?stage=conversation"
+    timed("verdicts CSV (conversation)", lambda: b"".join(boss_client.get(url).streaming_content))
+    timed("verdicts CSV first chunk", lambda: next(iter(boss_client.get(url).streaming_content)))
+    VERDICT_ROWS[n] = b"".join(boss_client.get(url).streaming_content).count(b"\n") - 1
     # Resolve one disputed item, then keep reversing it: each call decides and runs the cascade.
     target = services.adjudication_queue().filter(stage=ReviewStage.CONVERSATION).first()
     flip = iter(["accept", "reject"] * (repeat + 1))
     timed("resolve / reverse (cascade)", lambda: services.item_resolve(
         adjudicator=boss, item_id=target.pk, decision=next(flip), note="bench"))
+    # The review page of a conversation the annotator holds (the item points at a real one).
+    held = services.review_claim_next(annotator=fresh, stage=ReviewStage.CONVERSATION)
+    timed("review page (conversation)", lambda: client.get(f"/curation/items/{held.pk}/"))
+    Claim.objects.filter(item=held, annotator=fresh).delete()
+    release_runs(times, boss, n_tests)
     return times
+
+
+def release_runs(times: dict[str, list[float]], boss, n_tests: int) -> None:
+    """An automatic release of every test, RELEASE_REPEAT times (deleted between runs, untimed)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from curation.models import Release, ReleaseKind
+    from curation.releases import release_create
+
+    name = f"release automatic ({n_tests} tests)"
+    for _ in range(RELEASE_REPEAT):
+        with CaptureQueriesContext(connection) as ctx:
+            start = time.perf_counter()
+            release = release_create(name="bench", kind=ReleaseKind.AUTOMATIC, created_by=boss)
+            elapsed = (time.perf_counter() - start) * 1000
+        assert release.manifest["counts"]["tests"] == n_tests
+        times.setdefault(name, []).append(elapsed)
+        QUERIES[name] = len(ctx)
+        Release.objects.filter(pk=release.pk).delete()
+
+
+QUERIES: dict[str, int] = {}
+VERDICT_ROWS: dict[int, int] = {}
 
 
 def main() -> None:
@@ -141,17 +195,29 @@ def main() -> None:
         finally:
             connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
     ops = list(results[sizes[0]])
+    release_ops = {n: next(op for op in results[n] if op.startswith("release")) for n in sizes}
     head = f"{'operation':32}" + "".join(f"{f'{n} med':>12}{f'{n} p95':>12}" for n in sizes) + f"{'growth':>9}"
     print(f"\n{connection.vendor}, ms, {args.repeat} runs each (shared machine: compare within one run)")
     print(head)
     for op in ops:
-        row = f"{op:32}"
+        row = f"{('release automatic' if op.startswith('release') else op):32}"
         for n in sizes:
-            v = results[n][op]
+            v = results[n][release_ops[n] if op.startswith("release") else op]
             row += f"{statistics.median(v):12.1f}{percentile(v, 95):12.1f}"
-        first, last = statistics.median(results[sizes[0]][op]), statistics.median(results[sizes[-1]][op])
+        if op.startswith("release"):
+            first, last = (statistics.median(results[m][release_ops[m]]) for m in (sizes[0], sizes[-1]))
+        else:
+            first, last = statistics.median(results[sizes[0]][op]), statistics.median(results[sizes[-1]][op])
         row += f"{last / first if first else float('nan'):8.1f}×"
         print(row)
+    for n in sizes:
+        med = statistics.median(results[n]["verdicts CSV (conversation)"]) / 1000
+        print(f"verdicts CSV at {n} items: {VERDICT_ROWS[n]:,} rows, {VERDICT_ROWS[n] / med:,.0f} rows/s")
+    for n in sizes:
+        op = release_ops[n]
+        tests = int(op.split("(")[1].split()[0])
+        med = statistics.median(results[n][op]) / 1000
+        print(f"{op} at {n} items: {QUERIES[op]} queries, {tests / med:,.0f} tests/s (median of {RELEASE_REPEAT})")
 
 
 if __name__ == "__main__":

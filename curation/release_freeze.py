@@ -16,6 +16,7 @@ rows). The hash covers the same bytes in the same order as before, so release_ve
 """
 from __future__ import annotations
 
+import io
 import json
 from collections import Counter, defaultdict
 from itertools import groupby
@@ -24,7 +25,7 @@ from typing import Any
 
 from django.db import connection
 
-from curation.csv_render import CsvLineMaker
+from curation.csv_render import _ENCODE, CsvLineMaker
 from curation.models import Release, ReleaseRecord, ReleaseTest
 from generation.imports import (
     api_row_to_dict, conversation_graph_record, conversation_record, flowgraph_record, intent_record, path_record,
@@ -35,11 +36,12 @@ from generation.models import Api, Conversation, ConversationGraph, Flowgraph, P
 CHUNK = 500  # conversations per hash batch (release_verify reads records back per batch)
 NO_NOISE = "none"
 
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
+# Compact JSON, sorted keys, non-ASCII kept: byte for byte what releases.canonical hashes, from a
+# C encoder built once (json.dumps builds one per call, which dominated for small values).
+_encode = _ENCODE
 
 
 def canonical_text(data: Any) -> str:
-    """What releases.canonical hashes, as text: compact JSON with sorted keys."""
     return _encode(data)
 
 
@@ -55,16 +57,24 @@ def expected_of(kind: str, text: str, api_name: str, params: Any) -> dict[str, A
 
 
 class _Insert:
-    """Multi-row INSERTs of pre-encoded rows (JSON columns take the text as it is)."""
+    """Pre-encoded rows written in bulk; JSON columns take the canonical text as it is.
 
-    def __init__(self, model, columns: list[str], json_columns: set[str]) -> None:
+    PostgreSQL: COPY … FROM STDIN (one statement per flush, no SQL literal to parse for ~8 KB of
+    text per row). Other backends: multi-row INSERTs, as many rows as the parameter limit allows.
+    COPY goes through psycopg2's copy_expert, which Django's query log does not record.
+    """
+
+    def __init__(self, model, columns: list[str]) -> None:
         self.table = connection.ops.quote_name(model._meta.db_table)
         self.columns = columns
-        cast = "::jsonb" if connection.vendor == "postgresql" else ""
-        self.row_sql = "(" + ", ".join("%s" + (cast if c in json_columns else "") for c in columns) + ")"
+        self.names = ", ".join(connection.ops.quote_name(c) for c in columns)
+        self.copy = connection.vendor == "postgresql"
+        self.row_sql = "(" + ", ".join("%s" for _ in columns) + ")"
         fields = [model._meta.get_field(c) for c in columns]
         # The backend's limit on parameters per statement (SQLite), at most 1,000 rows.
         self.per_statement = max(1, min(1000, connection.ops.bulk_batch_size(fields, range(100_000))))
+        if self.copy:
+            self.per_statement = 5000
         self.pending: list[tuple] = []
 
     def add(self, row: tuple) -> None:
@@ -75,11 +85,24 @@ class _Insert:
     def flush(self) -> None:
         if not self.pending:
             return
-        sql = (f"INSERT INTO {self.table} ({', '.join(connection.ops.quote_name(c) for c in self.columns)}) VALUES "
-               + ", ".join([self.row_sql] * len(self.pending)))
         with connection.cursor() as cursor:
-            cursor.execute(sql, [v for row in self.pending for v in row])
+            if self.copy:
+                buf = io.StringIO()
+                buf.writelines("\t".join(_copy_field(v) for v in row) + "\n" for row in self.pending)
+                buf.seek(0)
+                cursor.copy_expert(f"COPY {self.table} ({self.names}) FROM STDIN", buf)
+            else:
+                cursor.execute(f"INSERT INTO {self.table} ({self.names}) VALUES "
+                               + ", ".join([self.row_sql] * len(self.pending)),
+                               [v for row in self.pending for v in row])
         self.pending = []
+
+
+def _copy_field(value: Any) -> str:
+    """One field of COPY's text format (no NULLs are written here)."""
+    if value.__class__ is not str:
+        return str(value)
+    return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
 def _lineage(tests_qs) -> dict[str, Any]:
@@ -123,9 +146,8 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
     lin = _lineage(tests_qs)
     pieces = _Pieces(lin)
     procs, paths, graphs, flowgraphs, apis = lin["procs"], lin["paths"], lin["graphs"], lin["flowgraphs"], lin["apis"]
-    tests_out = _Insert(ReleaseTest, ["release_id", "test_id", "conversation_id", "position", "data", "csv_line"],
-                        {"data"})
-    records_out = _Insert(ReleaseRecord, ["release_id", "kind", "object_id", "data"], {"data"})
+    tests_out = _Insert(ReleaseTest, ["release_id", "test_id", "conversation_id", "position", "data", "csv_line"])
+    records_out = _Insert(ReleaseRecord, ["release_id", "kind", "object_id", "data"])
     conv_rows = Conversation.objects.filter(pk__in=tests_qs.order_by().values("conversation_id")).order_by(
         "pk").values_list("pk", "procedure_id", "path_id", "noise_kinds", "mode", "job_id", "messages").iterator(
         chunk_size=CHUNK)
@@ -166,33 +188,35 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
             "conversation_graph_id": _encode(cg.pk if cg else None),
             "flowgraph_id": _encode(cg.flowgraph_id if cg else None), **shared,
         }
-        intent_d, proc_d = None, None
+        intent_d, proc_d = json.loads(shared["intent"]), json.loads(shared["procedure"])
+        path_d = {"path_id": path.pk if path else None, "path_node_ids": list(path.node_ids) if path else [],
+                  "conversation_graph_id": cg.pk if cg else None, "flowgraph_id": cg.flowgraph_id if cg else None}
         frozen_tests = []
         for t_pk, _cid, position, context, etype, etext, ename, eparams, action, t_job in group:
             expected = expected_of(etype, etext, ename, eparams)
             job = t_job or conv_job
-            parts = {**fixed, "test_id": str(t_pk), "position": str(position), "context": _encode(context),
-                     "expected": _encode(expected), "expected_action": _encode(action), "job_id": _encode(job)}
-            text = "{" + ",".join(f'"{k}":{parts[k]}' for k in TEST_KEYS) + "}"
-            digest.update(text.encode())
-            digest.update(b"\n")
-            if intent_d is None:
-                intent_d, proc_d = json.loads(shared["intent"]), json.loads(shared["procedure"])
             row = {"test_id": t_pk, "conversation_id": cid, "position": position, "intent": intent_d,
                    "procedure": proc_d, "apis": apis[pid], "context": context, "expected": expected,
-                   "expected_action": action, "noise_kinds": noise_list, "conversation_mode": mode,
-                   "path_id": path.pk if path else None, "path_node_ids": list(path.node_ids) if path else [],
-                   "conversation_graph_id": cg.pk if cg else None, "flowgraph_id": cg.flowgraph_id if cg else None,
+                   "expected_action": action, "noise_kinds": noise_list, "conversation_mode": mode, **path_d,
                    "job_id": job}
-            tests_out.add((rid, t_pk, cid, position, text, csv_line(row)))
-            frozen_tests.append({"position": position, "context": context, "expected": expected})
+            line = csv_line(row)  # also leaves the context's canonical JSON in csv_line.context
+            ctx_text, exp_text, pos = csv_line.context, _encode(expected), str(position)
+            parts = {**fixed, "test_id": str(t_pk), "position": pos, "context": ctx_text, "expected": exp_text,
+                     "expected_action": _encode(action), "job_id": "null" if job is None else str(job)}
+            text = "{" + ",".join([f'"{k}":{parts[k]}' for k in TEST_KEYS]) + "}"
+            digest.update(text.encode())
+            digest.update(b"\n")
+            tests_out.add((rid, t_pk, cid, position, text, line))
+            frozen_tests.append(f'{{"context":{ctx_text},"expected":{exp_text},"position":{pos}}}')
             expected_types[etype] += 1
             counts["tests"] += 1
             if t_job:
                 jobs.add(t_job)
         conv = SimpleNamespace(pk=cid, procedure_id=pid, path_id=path_id, mode=mode, messages=messages,
                                noise_kinds=noise_kinds)
-        records.append(("conversation", cid, canonical_text(conversation_record(conv, frozen_tests))))
+        head = canonical_text(conversation_record(conv, []))  # "tests" sorts last: splice the tests in
+        assert head.endswith(',"tests":[]}')
+        records.append(("conversation", cid, head[:-3] + "[" + ",".join(frozen_tests) + "]}"))
         seen["conversation"].add(cid)
         if conv_job:
             jobs.add(conv_job)

@@ -2,6 +2,8 @@
 not grow with the tests, and exactly the accepted, non-excluded tests."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import connection
 from django.db.models import Count
@@ -11,11 +13,16 @@ from curation.csv_render import CsvLineMaker
 from curation.models import ReleaseKind, ReleaseTest
 from curation.release_freeze import canonical_text
 from curation.releases import canonical, release_create, release_verify, test_data as row_of
-from generation.imports import api_row_to_dict
+from generation.imports import api_row_to_dict, conversation_record
 from generation.models import Conversation, CurationStatus, Test
 from tests.curation.factories import build_lineage
 
 pytestmark = pytest.mark.django_db
+
+
+def canonical_json(data):
+    """The value as stored: through JSON (as the database round trip does)."""
+    return json.loads(canonical_text(data))
 
 
 def expected_rows(tests) -> list[dict]:
@@ -46,6 +53,11 @@ def test_frozen_rows_equal_the_per_test_construction(researcher):
             assert [r[0] for r in cursor.fetchall()] == [canonical_text(d) for d in want]
     assert [canonical(e.data) for e in entries] == [canonical_text(d).encode() for d in want]
     assert release_verify(release)
+    for conv in Conversation.objects.all():
+        record = release.records.get(kind="conversation", object_id=conv.pk).data
+        assert record == canonical_json(conversation_record(conv, [
+            {"position": t.position, "context": t.context, "expected": t.expected}
+            for t in conv.tests.order_by("position")]))
     kinds = dict(release.records.values_list("kind").annotate(n=Count("id")).order_by())
     assert kinds == {"intent": 2, "procedure": 2, "flowgraph": 2, "conversation_graph": 2, "path": 5,
                      "conversation": 5}
