@@ -63,8 +63,8 @@ def populate(seed: int, n_items: int = 60) -> list[User]:
     users = [User.objects.create_user(f"{name}{seed}") for name in ("zed", "amy", "bob", "kim")]
     now = timezone.now()
     for k in range(n_items):
-        required = rng.choice([2, 2, 2, 3])
-        state = rng.choice([ItemState.OPEN, ItemState.DISAGREEMENT, ItemState.DECIDED])
+        required = 3 if k == 0 else rng.choice([2, 2, 2, 3])  # always one item with three reviews
+        state = ItemState.DECIDED if k == 0 else rng.choice([ItemState.OPEN, ItemState.DISAGREEMENT, ItemState.DECIDED])
         decided = state == ItemState.DECIDED
         n_reviews = required if state != ItemState.OPEN else rng.randint(0, required - 1)
         item = ReviewItem.objects.create(
@@ -86,6 +86,20 @@ def test_sql_agreement_equals_the_row_by_row_computation(seed):
         want = reference(stage)
         for got in (every[stage], agreement_for_stage(stage)):
             assert {k: got[k] for k in want} == want or close({k: got[k] for k in want}, want), stage
+
+
+def agreement_queries():
+    with CaptureQueriesContext(connection) as ctx:
+        agreement_by_stage()
+    return [q for q in ctx.captured_queries if "auth_user" not in q["sql"]]
+
+
+def test_only_doubly_reviewed_items_take_one_query():
+    populate(8, 30)
+    ReviewItem.objects.filter(review_count=3).delete()
+    assert len(agreement_queries()) == 1
+    for stage in ReviewStage.values:
+        assert close({k: v for k, v in agreement_for_stage(stage).items() if k in reference(stage)}, reference(stage))
 
 
 def test_agreement_page_takes_the_same_queries_for_ten_or_a_hundred_items(client):
