@@ -161,6 +161,7 @@ def fill_db(n: int):
     from django.core.management import call_command
     from django.db import connection, transaction
 
+    from curation.exports import CSV_COLUMNS
     from curation.models import Release, ReleaseRecord, ReleaseTest
 
     from django.apps import apps
@@ -171,7 +172,7 @@ def fill_db(n: int):
     call_command("migrate", run_syncdb=True, verbosity=0)
     start = time.perf_counter()
     with transaction.atomic():
-        release = Release.objects.create(name="bench", version=1, content_hash="-", manifest={"csv_lines": True})
+        release = Release.objects.create(name="bench", version=1, content_hash="-", manifest={"csv_lines": True, "csv_columns": len(CSV_COLUMNS)})
         # The frozen procedure records a release keeps beside its tests (the CSV writer reads them).
         ReleaseRecord.objects.bulk_create([
             ReleaseRecord(release=release, kind="procedure", object_id=t["procedure"]["id"],

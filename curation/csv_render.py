@@ -99,17 +99,24 @@ class CsvLineMaker:
         self.procedures: dict[Any, str] = {}
         self.conv_id: Any = None
         self.prev: list = []
-        self.context = "[]"
+        self.context = "[]"  # the context's canonical JSON (release_freeze reuses it)
+        self.escaped = "[]"  # the same with quotes doubled, grown alongside it
 
     def __call__(self, d: dict[str, Any]) -> str:
         ctx, prev = d["context"], self.prev
         n = len(prev)
         if d["conversation_id"] == self.conv_id and len(ctx) >= n and ctx[:n] == prev:
             if len(ctx) > n:
-                self.context = self.context[:-1] + ("," if n else "") + _ENCODE(ctx[n:])[1:]
+                tail = ("," if n else "") + _ENCODE(ctx[n:])[1:]
+                self.context = self.context[:-1] + tail
+                self.escaped = self.escaped[:-1] + tail.replace('"', '""')
         else:
             self.conv_id, self.context = d["conversation_id"], _ENCODE(ctx)
+            self.escaped = self.context.replace('"', '""')
         self.prev = ctx
+        # A JSON array never starts a formula; it needs quotes once it holds a string or a comma.
+        context = self.escaped if len(self.escaped) == len(self.context) and "," not in self.context else (
+            '"' + self.escaped + '"')
         proc = d["procedure"]
         middle = self.procedures.get(proc["id"])
         if middle is None:
@@ -120,16 +127,16 @@ class CsvLineMaker:
                 _cell(intent["id"]), _cell(intent["name"]), _cell(intent["client"]), _cell(proc["id"]),
                 _cell(proc["text"]), _cell(_ENCODE(d["apis"]))))
         exp = d["expected"]
-        if exp["type"] == "api_call":
-            params = exp.get("parameters") or {}
-            output, name, params_json = format_api_call(exp["name"], params), exp["name"], _ENCODE(params)
+        kind = exp["type"]
+        if kind == "api_call":
+            name, params = exp["name"], exp.get("parameters") or {}
+            rest = (kind, _cell(format_api_call(name, params)), _cell(name), _cell(_ENCODE(params)))
         else:
-            output, name, params_json = exp.get("content", ""), "", ""
+            rest = (kind if kind == "reply" else _cell(kind), _cell(exp.get("content", "")), "", "")
         fg, cg = d.get("flowgraph_id"), d.get("conversation_graph_id")
         noise, nodes = d.get("noise_kinds"), d.get("path_node_ids")
         return ",".join((
-            str(d["test_id"]), str(d["conversation_id"]), str(d["position"]), middle, _cell(self.context),
-            _cell(exp["type"]), _cell(output), name and _cell(name), params_json and _cell(params_json),
+            str(d["test_id"]), str(d["conversation_id"]), str(d["position"]), middle, context, *rest,
             _cell(",".join(noise)) if noise else "", "" if fg is None else str(fg),
             "" if cg is None else str(cg), _cell(" ".join(nodes)) if nodes else "",
             _cell(d.get("expected_action") or ""),

@@ -61,33 +61,63 @@ def release_rows_raw(release: Release, chunk_size: int = 2000) -> Iterator[str]:
 
 
 class _SlimRow(Func):
-    """A test row's JSON text without the procedure text and the APIs (the bulk of every row).
+    """A test row's JSON text without the procedure text and the APIs (and, on PostgreSQL, the context).
 
-    The CSV and Hugging Face writers need those once per procedure, not once per test, so the
-    database drops them and the rows decode several times faster; they come back from the
-    release's frozen procedure records (see release_rows_slim).
+    The CSV and Hugging Face writers need the procedure and its APIs once per procedure, not once
+    per test, so the database drops them; they come back from the release's frozen procedure
+    records. On PostgreSQL the context comes as its own column (_ContextText), so that a context
+    extending the previous row's is decoded from its new messages only (see release_rows_slim);
+    SQLite would parse every row's JSON a second time for it, which costs more than it saves
+    (measured: 14.9 µs a row for both columns against 9.3 µs for the one).
     """
 
     output_field = TextField()
     template = "CAST(%(expressions)s AS TEXT)"
 
     def as_sqlite(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="json_remove(%(expressions)s, '$.apis', '$.procedure.text')",
-                           **extra)
+        return self.as_sql(compiler, connection,
+                           template="json_remove(%(expressions)s, '$.apis', '$.procedure.text')", **extra)
 
     def as_postgresql(self, compiler, connection, **extra):
         return self.as_sql(compiler, connection,
-                           template="((%(expressions)s #- '{procedure,text}') - 'apis')::text", **extra)
+                           template="(((%(expressions)s #- '{procedure,text}') - 'apis') - 'context')::text", **extra)
+
+
+class _ContextText(Func):
+    """PostgreSQL: the row's context as jsonb renders it; elsewhere NULL (the context stays in the row)."""
+
+    output_field = TextField()
+    template = "NULL"
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="(%(expressions)s -> 'context')::text", **extra)
 
 
 def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
-    """Frozen test rows, decoded, equal to release_rows() but much cheaper per row."""
+    """Frozen test rows, decoded, equal to release_rows() but much cheaper per row.
+
+    Rows come in conversation order, so a context is usually the previous one plus a few
+    messages. When the previous context's text (without its closing bracket, followed by a
+    comma) starts this one's, the parser is in the same state at that point, so only the rest
+    is decoded and appended: every message is decoded once per conversation, not once per test.
+    """
     procedures: dict[int, dict[str, Any]] = {}
     loads = json.loads
-    rows = release_entries(release).annotate(
-        slim=_SlimRow("data")).values_list("slim", flat=True).iterator(chunk_size=chunk_size)
-    for text in rows:
+    rows = release_entries(release).annotate(slim=_SlimRow("data"), ctx=_ContextText("data")).values_list(
+        "slim", "ctx").iterator(chunk_size=chunk_size)
+    prev_text, prev_ctx = "", []
+    for text, ctx_text in rows:
         d = loads(text)
+        if ctx_text is not None:
+            n = len(prev_text)
+            if n > 2 and len(ctx_text) > n and ctx_text[n - 1] == "," and ctx_text.startswith(prev_text[:-1]):
+                ctx = prev_ctx + loads("[" + ctx_text[n:])
+            elif ctx_text == prev_text:
+                ctx = prev_ctx[:]
+            else:
+                ctx = loads(ctx_text)
+            d["context"] = ctx
+            prev_text, prev_ctx = ctx_text, ctx
         if "apis" in d and "text" in d["procedure"]:  # a database without JSON functions: already whole
             yield d
             continue
