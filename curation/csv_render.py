@@ -10,6 +10,7 @@ import csv
 import io
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 from generation.pipeline.extract import format_api_call
@@ -144,14 +145,11 @@ class CsvLineMaker:
 
 
 def _joined(lines: Iterable[str], batch: int) -> Iterator[str]:
-    buf: list[str] = []
-    for line in lines:
-        buf.append(line)
-        if len(buf) >= batch:
-            buf.append("")
-            yield "\n".join(buf)
-            buf = []
-    if buf:
+    lines = iter(lines)
+    while True:
+        buf = list(islice(lines, batch))  # taken in C, not one append per line
+        if not buf:
+            return
         buf.append("")
         yield "\n".join(buf)
 
@@ -159,8 +157,7 @@ def _joined(lines: Iterable[str], batch: int) -> Iterator[str]:
 def csv_chunks(rows: Iterable[dict[str, Any]], batch: int = BATCH) -> Iterator[str]:
     """ALMITA-style CSV from frozen test rows: a header, then one record per test."""
     yield CSV_HEADER
-    make = CsvLineMaker()
-    yield from _joined((make(d) for d in rows), batch)
+    yield from _joined(map(CsvLineMaker(), rows), batch)
 
 
 def csv_line_chunks(lines: Iterable[str], batch: int = BATCH) -> Iterator[str]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from django.db import connections
 from django.db.models import Func, QuerySet, TextField
 from django.db.models.functions import Cast
 
@@ -103,10 +104,9 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
     """
     procedures: dict[int, dict[str, Any]] = {}
     loads = json.loads
-    rows = release_entries(release).annotate(slim=_SlimRow("data"), ctx=_ContextText("data")).values_list(
-        "slim", "ctx").iterator(chunk_size=chunk_size)
+    qs = release_entries(release).annotate(slim=_SlimRow("data"), ctx=_ContextText("data")).values_list("slim", "ctx")
     prev_text, prev_ctx = "", []
-    for text, ctx_text in rows:
+    for text, ctx_text in _plain_rows(qs, chunk_size):
         d = loads(text)
         if ctx_text is not None:
             n = len(prev_text)
@@ -118,18 +118,30 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
                 ctx = loads(ctx_text)
             d["context"] = ctx
             prev_text, prev_ctx = ctx_text, ctx
-        if "apis" in d and "text" in d["procedure"]:  # a database without JSON functions: already whole
+        proc = d["procedure"]
+        if "apis" in d and "text" in proc:  # a database without JSON functions: already whole
             yield d
             continue
-        pid = d["procedure"]["id"]
+        pid = proc["id"]
         rec = procedures.get(pid)
         if rec is None:
             if len(procedures) > 20_000:
                 procedures.clear()
             rec = procedures[pid] = release.records.get(kind="procedure", object_id=pid).data
-        d["procedure"]["text"] = rec["text"]
+        proc["text"] = rec["text"]
         d["apis"] = rec["apis"]
         yield d
+
+
+def _plain_rows(qs, chunk_size: int) -> Iterator[tuple]:
+    """The queryset's rows as the database cursor returns them (text columns need no converter),
+    without the ORM's per-row iterator; a server-side cursor on PostgreSQL, as .iterator() uses
+    (Django declares it WITH HOLD outside a transaction)."""
+    sql, params = qs.query.sql_with_params()
+    with connections[qs.db].chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        while rows := cursor.fetchmany(chunk_size):
+            yield from rows
 
 
 def release_records(release: Release, kinds: Iterable[str], chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
