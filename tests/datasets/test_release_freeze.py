@@ -96,3 +96,19 @@ def test_curated_release_is_exactly_the_accepted_non_excluded_tests(researcher):
     assert odd.pk not in want
     assert release.manifest["counts"]["tests"] == len(want)
     assert release_verify(release)
+
+
+def test_slim_rows_decode_contexts_that_extend_the_previous_one_exactly():
+    from curation.exports import release_rows, release_rows_slim
+    from curation.models import Release, ReleaseRecord
+
+    release = Release.objects.create(name="ctx", version=1, content_hash="-", manifest={})
+    ReleaseRecord.objects.create(release=release, kind="procedure", object_id=1,
+                                 data={"kind": "procedure", "id": "procedure-1", "text": "T", "apis": [{"name": "a"}]})
+    contexts = [[], [1], [1, 2], [12], [{"c": "a"}], [{"c": "a"}, {"c": "b"}], [{"c": "ab"}], [{"c": "ab"}],
+                [{"c": "a,b"}], [{"c": "a,b"}, "x"], ["a"], ["a]"], ["a]", 3]]
+    for k, ctx in enumerate(contexts):
+        ReleaseTest.objects.create(release=release, test_id=k, conversation_id=1, position=k, data={
+            "test_id": k, "procedure": {"id": 1, "title": "P", "text": "T"}, "apis": [{"name": "a"}], "context": ctx})
+    assert list(release_rows_slim(release)) == list(release_rows(release))
+    assert [d["context"] for d in release_rows_slim(release)] == contexts
