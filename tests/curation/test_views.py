@@ -172,7 +172,7 @@ def test_agreement_csv_only_complete_items(client, world):
     services.review_submit(annotator=world["annotator"], item_id=world["fg"].pk, verdict="accept")
     client.login(username="researcher", password=PASSWORD)
     resp = client.get(reverse("curation:agreement_csv"))
-    rows = list(csv.DictReader(io.StringIO(b"".join(resp.streaming_content).decode()  # a streamed download)))
+    rows = list(csv.DictReader(io.StringIO(b"".join(resp.streaming_content).decode())))  # a streamed download
     assert {r["stage"] for r in rows} == {"procedure"}  # the half-reviewed flowgraph stays blind
     assert {r["comment"] for r in rows} == {"", "vague step 3"}
     page = client.get(reverse("curation:agreement")).content.decode()
