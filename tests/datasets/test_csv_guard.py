@@ -46,3 +46,14 @@ def test_release_csv_download_and_export_are_guarded(imported, researcher, tmp_p
         assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")], cells[:30]
         for h in (HOSTILE[0], HOSTILE[1], HOSTILE[2]):
             assert "'" + h in cells
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_guarded_rows_and_csv_stream_quote_every_formula_start(text):
+    from curation.csv_render import csv_stream, guarded
+
+    rows = [("plain", 1, None), (text, 2, "ok"), ("x", 3, text)]
+    assert list(guarded(rows)) == [("plain", 1, None), ["'" + text, 2, "ok"], ["x", 3, "'" + text]]
+    body = "".join(csv_stream(["a", "b", "c"], rows, batch=2))
+    assert list(csv.reader(io.StringIO(body))) == [["a", "b", "c"], ["plain", "1", ""], ["'" + text, "2", "ok"],
+                                                   ["x", "3", "'" + text]]
