@@ -449,6 +449,27 @@ class LLMCall(models.Model):
         return f"{self.stage} {self.model} ({self.outcome})"
 
 
+class ItemClaim(models.Model):
+    """Which delivery of an item's task processes it: the one that inserted (or took over) this row.
+
+    One row per (job, stage, key), so of two deliveries of the same item (a broker redelivery, a
+    re-publishing after a crash, two worker processes) only one makes the item's LLM calls. `owner`
+    is the worker's "host:pid" and `delivery` the task id; a claim whose owner died is taken over.
+    """
+
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="+")
+    stage = models.CharField(max_length=32)
+    key = models.CharField(max_length=200)
+    owner = models.CharField(max_length=200)
+    delivery = models.CharField(max_length=64)
+    claimed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "stage", "key"], name="itemclaim_unique_job_stage_key"),
+        ]
+
+
 class WorkerHeartbeat(models.Model):
     """Written by a Celery worker when asked, so pages can say whether a worker is alive."""
 

@@ -37,8 +37,8 @@ def job_advance_task(job_id: int) -> None:
         services.job_fail(job_id=job_id, error=redact(f"advancing the job raised {type(exc).__name__}: {exc}"))
 
 
-@shared_task(name="generation.item_run", **DB_RETRY)
-def item_run_task(job_id: int, stage: str, key: str) -> None:
+@shared_task(name="generation.item_run", bind=True, **DB_RETRY)
+def item_run_task(self, job_id: int, stage: str, key: str) -> None:
     """Process one work item of one stage.
 
     Idempotent: results are written under the job-scoped key and the item is marked done in the
@@ -46,7 +46,7 @@ def item_run_task(job_id: int, stage: str, key: str) -> None:
     failed with the error (the job then ends failed), so the stage still completes.
     """
     try:
-        done = services.item_run(job_id=job_id, stage=stage, key=key)
+        done = services.item_run(job_id=job_id, stage=stage, key=key, delivery=self.request.id)
     except OperationalError:
         raise
     except Exception as exc:  # noqa: BLE001 - recorded on the item

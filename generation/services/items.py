@@ -5,11 +5,12 @@ exception leaves a stage (and its job) waiting forever.
 """
 from __future__ import annotations
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from generation.models import Discard, GenerationJob, JobStatus, Origin, StageProgress, StageState, Test
 from generation.redact import redact
+from generation.services.claims import item_claim, item_unclaim, new_delivery
 from generation.stages import ItemResult, process
 
 
@@ -109,19 +110,34 @@ def _commit(job: GenerationJob, stage: str, key: str, result: ItemResult) -> boo
     return completed
 
 
-def item_run(*, job_id: int, stage: str, key: str) -> bool:
-    """Process one work item once; True when the caller should enqueue `job_advance`."""
-    sp = StageProgress.objects.only("id", "items", "state").get(job_id=job_id, stage=stage)
-    if key in sp.items:
-        return sp.state == StageState.DONE  # a redelivery: make sure the job moves on
-    job = GenerationJob.objects.get(pk=job_id)
-    if job.status != JobStatus.RUNNING:
-        result = ItemResult(outcome="cancelled")
-    else:
-        result = process(job, key)
-        if result.outcome != "failed":
-            result.outcome = "passed" if result.passed else "discarded"
-    return bool(_commit(job, stage, key, result))
+def item_run(*, job_id: int, stage: str, key: str, delivery: str | None = None) -> bool:
+    """Process one work item once; True when the caller should enqueue `job_advance`.
+
+    `delivery` names this delivery of the item's task (the Celery task id). Only the delivery
+    that claims the item processes it (see services/claims.py); any other is a no-op, so an item
+    delivered twice makes its LLM calls once.
+    """
+    delivery = delivery or new_delivery()
+    if not item_claim(job_id, stage, key, delivery):
+        return False  # another live delivery has it; that one moves the job on
+    release = False
+    try:
+        sp = StageProgress.objects.only("id", "items", "state").get(job_id=job_id, stage=stage)
+        if key in sp.items:
+            return sp.state == StageState.DONE  # a redelivery: make sure the job moves on
+        job = GenerationJob.objects.get(pk=job_id)
+        if job.status != JobStatus.RUNNING:
+            result = ItemResult(outcome="cancelled")
+        else:
+            result = process(job, key)
+            if result.outcome != "failed":
+                result.outcome = "passed" if result.passed else "discarded"
+        return bool(_commit(job, stage, key, result))
+    except OperationalError:
+        release = True  # the task is retried, maybe by another process: let that delivery claim it
+        raise
+    finally:
+        item_unclaim(job_id, stage, key, release=release)
 
 
 def item_fail(*, job_id: int, stage: str, key: str, error: str) -> bool:

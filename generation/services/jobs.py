@@ -39,6 +39,7 @@ from generation.models import (
     StageProgress,
     StageState,
 )
+from generation.services.claims import claim_lost, claims_by_key
 from generation.services.config import JobConfigError, job_config_normalise, llm_stages
 from generation.services.importing import _import_rows, import_parse
 from generation.services.health import items_raised_message, stage_dead, stage_failure_message
@@ -249,19 +250,47 @@ def job_run_inline(*, job: GenerationJob) -> GenerationJob:
     return job
 
 
-def job_resume(*, job: GenerationJob) -> int:
+def _items_to_resend(job: GenerationJob, sp: StageProgress, *, only_lost: bool, now) -> list[str]:
+    """The unfinished items of an open stage whose message may be gone.
+
+    An item claimed by a live delivery is being processed: never re-sent. One claimed by a dead
+    worker is re-sent. An unclaimed one is either still queued on the broker or was reserved by a
+    worker that died before starting it; with `only_lost` (recovery when a worker starts) it is
+    re-sent only when this stage shows that loss is possible — a dead worker's claim, or no
+    progress for PLANNING_STALE — so a worker joining a healthy job publishes nothing. Re-sending
+    is harmless anyway: a second delivery of an item is a no-op (see services/claims.py).
+    """
+    pending = [k for k in plan(job, sp.stage) if k not in sp.items]
+    claims = claims_by_key(job.pk, sp.stage, pending)
+    lost = [k for k in pending if k in claims and claim_lost(claims[k], (job.pk, sp.stage, k), now)]
+    unclaimed = [k for k in pending if k not in claims]
+    if only_lost and not lost and unclaimed:
+        from generation.services.health import last_progress
+
+        if now - last_progress(job) <= PLANNING_STALE:
+            unclaimed = []
+    return lost + unclaimed
+
+
+def job_resume(*, job: GenerationJob, only_lost: bool = False) -> int:
     """Re-publish the unfinished items of the job's open stage; returns how many were sent.
 
-    Used after a crash: a stage left in planning or running whose messages were lost.
+    Used after a crash: a stage left in planning or running whose messages were lost. Items being
+    processed by a live worker are not re-sent; see `_items_to_resend` for `only_lost`.
     """
     from generation.tasks import item_run_task, job_advance_task
 
     sent = 0
+    now = timezone.now()
     for sp in StageProgress.objects.filter(job=job, state__in=[StageState.RUNNING, StageState.PLANNING]):
-        for key in plan(job, sp.stage):
-            if key not in sp.items:
-                item_run_task.delay(job.pk, sp.stage, key)
-                sent += 1
+        lossy = only_lost
+        if sp.state == StageState.PLANNING and only_lost:
+            if sp.started_at and now - sp.started_at <= PLANNING_STALE:
+                continue  # a live `job_advance` is publishing it right now
+            lossy = False  # its publisher died part-way: what it did not send is nowhere
+        for key in _items_to_resend(job, sp, only_lost=lossy, now=now):
+            item_run_task.delay(job.pk, sp.stage, key)
+            sent += 1
         StageProgress.objects.filter(pk=sp.pk, state=StageState.PLANNING).update(state=StageState.RUNNING)
     job_advance_task.delay(job.pk)
     return sent
@@ -272,11 +301,12 @@ def jobs_recover() -> int:
 
     First the in-flight LLM rows of dead workers are marked lost_in_flight (their prompts are
     charged to the job); the items they belonged to are not marked done, so they are re-sent.
+    Only items whose message may have been lost are re-sent (`job_resume(only_lost=True)`).
     """
     llm.calls_mark_lost()
     sent = 0
     for job in GenerationJob.objects.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING]):
-        sent += job_resume(job=job)
+        sent += job_resume(job=job, only_lost=True)
     return sent
 
 
