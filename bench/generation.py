@@ -63,13 +63,14 @@ def setup() -> Path:
 class Worker:
     """A real `celery worker` process with the given settings, waited for until it answers."""
 
-    def __init__(self, var_dir: Path, env: dict[str, str], threads: int) -> None:
+    def __init__(self, var_dir: Path, env: dict[str, str], threads: int, profile: str | None = None) -> None:
         from generation.heartbeat import heartbeat_send
         from generation.models import WorkerHeartbeat
 
         self.log_path = var_dir / f"worker-{time.monotonic_ns()}.log"
+        launcher = [str(REPO / "bench" / "profile_hook.py"), profile] if profile else ["-m", "celery"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "almita_web", "worker", "--loglevel=WARNING", "--pool=threads",
+            [sys.executable, *launcher, "-A", "almita_web", "worker", "--loglevel=WARNING", "--pool=threads",
              f"--concurrency={threads}", "--without-gossip", "--without-mingle", "--without-heartbeat"],
             cwd=REPO, env={**os.environ, **env}, stdout=open(self.log_path, "ab"), stderr=subprocess.STDOUT)
         # Wait until *this* process answers a heartbeat (a worker already running answers too).
@@ -91,6 +92,11 @@ class Worker:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"job {job.pk} stuck in {job.status}; see {self.log_path}")
             time.sleep(0.02)
+
+    def cpu(self) -> float:
+        """CPU seconds (user + system) this worker process used so far."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -153,7 +159,8 @@ def yield_part(var_dir: Path, rates: list[float]) -> dict:
     return results
 
 
-def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], processes: int = 1) -> dict:
+def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], processes: int = 1,
+                  profile: bool = False) -> dict:
     from django.conf import settings
 
     from generation import services
@@ -169,9 +176,11 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], proces
             settings.OPENAI_BASE_URL = fake.base_url
             env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "bench-key",
                    "LLM_MAX_CONCURRENCY": str((cap + processes - 1) // processes)}
-            workers = [Worker(var_dir, env, threads) for _ in range(processes)]
+            workers = [Worker(var_dir, env, threads, profile=str(var_dir / f"prof-c{cap}-w{i}") if profile else None)
+                       for i in range(processes)]
             worker = workers[0]
             try:
+                cpu0 = sum(w.cpu() for w in workers)
                 started = time.monotonic()
                 # The library flowgraph has two distinct paths: N/2 imported copies give N distinct prompts.
                 job = services.job_create(config={"paths": 2, "conversations": "llm", "sampler": "random",
@@ -179,6 +188,7 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], proces
                                           import_data=import_document(n // 2), name=f"overhead C={cap}")
                 job = worker.wait(job, 60 + 20 * n * latency)
                 job_wall = time.monotonic() - started
+                cpu = sum(w.cpu() for w in workers) - cpu0
             finally:
                 for w in workers:
                     w.stop()
@@ -189,13 +199,25 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], proces
             stage_wall = (stage.finished_at - stage.started_at).total_seconds()
             ideal = calls * latency / cap
             results[cap] = {"calls": calls, "stage": stage_wall / ideal, "job": job_wall / ideal, "ideal": ideal,
-                            "peak": fake.peak_in_flight, "status": job.status}
+                            "peak": fake.peak_in_flight, "status": job.status,
+                            "cpu_ms": 1000 * cpu / max(1, stage.total)}
     print(f"overhead at a fast endpoint (latency {latency:.2f} s; N={n} asked; "
           f"broker {settings.CELERY_BROKER_URL.split(':', 1)[0]}; "
           f"database {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]})")
-    print(f"{'C':>4} {'calls':>6} {'ideal s':>8} {'LLM stage ÷ ideal':>18} {'whole job ÷ ideal':>18} {'peak':>5}")
+    print(f"worker processes: {processes} (threads and LLM_MAX_CONCURRENCY split between them)")
+    print(f"{'C':>4} {'calls':>6} {'ideal s':>8} {'LLM stage ÷ ideal':>18} {'whole job ÷ ideal':>18} {'peak':>5} "
+          f"{'worker CPU ms/item':>19}")
     for cap, r in results.items():
-        print(f"{cap:>4} {r['calls']:>6} {r['ideal']:>8.2f} {r['stage']:>18.2f} {r['job']:>18.2f} {r['peak']:>5}")
+        print(f"{cap:>4} {r['calls']:>6} {r['ideal']:>8.2f} {r['stage']:>18.2f} {r['job']:>18.2f} {r['peak']:>5} "
+              f"{r['cpu_ms']:>19.1f}")
+    if profile:
+        import pstats
+
+        files = sorted(str(p) for p in var_dir.glob("prof-*.prof"))
+        if files:
+            stats = pstats.Stats(*files)
+            stats.sort_stats("tottime").print_stats(30)
+            stats.sort_stats("cumulative").print_stats(40)
     return results
 
 
@@ -207,6 +229,7 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.25, help="L, seconds per request")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 16], help="C values to measure")
     parser.add_argument("--processes", type=int, default=1, help="worker processes sharing threads and C")
+    parser.add_argument("--profile", action="store_true", help="cProfile the workers and print the merged top")
     args = parser.parse_args()
     var_dir = setup()
     ok = True
@@ -216,7 +239,7 @@ def main() -> int:
         base = r[args.rates[0]]
         ok &= worst["tests"] / base["tests"] >= 0.98 and worst["requests"] / base["requests"] <= 1.5
     if args.part in ("overhead", "all"):
-        r = overhead_part(var_dir, args.calls, args.latency, args.concurrency, args.processes)
+        r = overhead_part(var_dir, args.calls, args.latency, args.concurrency, args.processes, args.profile)
         ok &= all(v["stage"] <= (1.15 if c <= 8 else 1.25) for c, v in r.items())
     print("(shared machine: timings are noisy; ratios were measured side by side in this one run)")
     return 0 if ok else 1

@@ -19,13 +19,14 @@ Every other delivery is a no-op: no LLM call, no write. The claim stays after th
 """
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from generation.llm.accounting import orphaned, worker_id
+from generation.llm.accounting import HOST, orphaned, process_alive, worker_id
 from generation.models import ItemClaim
 
 _active: set[tuple[int, str, str]] = set()  # items some thread of this process is processing now
@@ -99,11 +100,16 @@ def item_unclaim(job_id: int, stage: str, key: str, *, release: bool = False) ->
             _active.discard((job_id, stage, key))
 
 
-def claims_by_key(job_id: int, stage: str, keys: list[str]) -> dict[str, dict]:
-    """The claim rows of some items of a stage, by key."""
+def claims_by_key(job_id: int, stage: str) -> dict[str, dict]:
+    """The claim rows of a stage's items, by key."""
     rows = ItemClaim.objects.filter(job_id=job_id, stage=stage).values("key", "owner", "delivery", "claimed_at")
-    wanted = set(keys)
-    return {r["key"]: r for r in rows if r["key"] in wanted}
+    return {r["key"]: r for r in rows}
+
+
+def owner_dead(owner: str) -> bool:
+    """True for a worker process on this host that no longer exists (False when we cannot tell)."""
+    host, _, pid = owner.rpartition(":")
+    return host == HOST and pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid))
 
 
 def claim_lost(row: dict, item: tuple[int, str, str], now=None) -> bool:

@@ -39,7 +39,7 @@ from generation.models import (
     StageProgress,
     StageState,
 )
-from generation.services.claims import claim_lost, claims_by_key
+from generation.services.claims import claim_lost, claims_by_key, owner_dead
 from generation.services.config import JobConfigError, job_config_normalise, llm_stages
 from generation.services.importing import _import_rows, import_parse
 from generation.services.health import items_raised_message, stage_dead, stage_failure_message
@@ -256,15 +256,18 @@ def _items_to_resend(job: GenerationJob, sp: StageProgress, *, only_lost: bool, 
     An item claimed by a live delivery is being processed: never re-sent. One claimed by a dead
     worker is re-sent. An unclaimed one is either still queued on the broker or was reserved by a
     worker that died before starting it; with `only_lost` (recovery when a worker starts) it is
-    re-sent only when this stage shows that loss is possible — a dead worker's claim, or no
-    progress for PLANNING_STALE — so a worker joining a healthy job publishes nothing. Re-sending
-    is harmless anyway: a second delivery of an item is a no-op (see services/claims.py).
+    re-sent only when this stage shows that loss is possible — a worker that claimed any of its
+    items is gone, or no progress for PLANNING_STALE — so a worker joining a healthy job publishes
+    nothing. Re-sending is harmless anyway: a second delivery of an item is a no-op (services/claims.py).
     """
     pending = [k for k in plan(job, sp.stage) if k not in sp.items]
-    claims = claims_by_key(job.pk, sp.stage, pending)
+    claims = claims_by_key(job.pk, sp.stage)
     lost = [k for k in pending if k in claims and claim_lost(claims[k], (job.pk, sp.stage, k), now)]
+    # A worker on this host that claimed any item of the stage and no longer exists may have taken
+    # reserved (never claimed) messages with it.
+    gone = bool(lost) or any(owner_dead(owner) for owner in {row["owner"] for row in claims.values()})
     unclaimed = [k for k in pending if k not in claims]
-    if only_lost and not lost and unclaimed:
+    if only_lost and not gone and unclaimed:
         from generation.services.health import last_progress
 
         if now - last_progress(job) <= PLANNING_STALE:
