@@ -181,6 +181,7 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], proces
             worker = workers[0]
             try:
                 cpu0 = sum(w.cpu() for w in workers)
+                here0 = time.process_time()
                 started = time.monotonic()
                 # The library flowgraph has two distinct paths: N/2 imported copies give N distinct prompts.
                 job = services.job_create(config={"paths": 2, "conversations": "llm", "sampler": "random",
@@ -189,10 +190,14 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], proces
                 job = worker.wait(job, 60 + 20 * n * latency)
                 job_wall = time.monotonic() - started
                 cpu = sum(w.cpu() for w in workers) - cpu0
+                here = time.process_time() - here0
             finally:
                 for w in workers:
                     w.stop()
             stage = StageProgress.objects.get(job=job, stage="conversations")
+            walls = [(p.stage, (p.finished_at - p.started_at).total_seconds(), p.total)
+                     for p in StageProgress.objects.filter(job=job, started_at__isnull=False, finished_at__isnull=False)
+                     .order_by("started_at") if p.total]
             calls = LLMCall.objects.filter(job=job, outcome="ok").count()
             if calls != stage.total or fake.request_count != stage.total:
                 print(f"!! C={cap}: {stage.total} items but {calls} ok LLMCall rows and {fake.request_count} requests")
@@ -200,22 +205,27 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], proces
             ideal = calls * latency / cap
             results[cap] = {"calls": calls, "stage": stage_wall / ideal, "job": job_wall / ideal, "ideal": ideal,
                             "peak": fake.peak_in_flight, "status": job.status,
-                            "cpu_ms": 1000 * cpu / max(1, stage.total)}
+                            "cpu_ms": 1000 * cpu / max(1, stage.total), "bench_ms": 1000 * here / max(1, stage.total),
+                            "walls": walls, "job_wall": job_wall}
     print(f"overhead at a fast endpoint (latency {latency:.2f} s; N={n} asked; "
           f"broker {settings.CELERY_BROKER_URL.split(':', 1)[0]}; "
           f"database {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]})")
     print(f"worker processes: {processes} (threads and LLM_MAX_CONCURRENCY split between them)")
     print(f"{'C':>4} {'calls':>6} {'ideal s':>8} {'LLM stage ÷ ideal':>18} {'whole job ÷ ideal':>18} {'peak':>5} "
-          f"{'worker CPU ms/item':>19}")
+          f"{'worker CPU ms/item':>19} {'bench+fake CPU ms/item':>23}")
     for cap, r in results.items():
         print(f"{cap:>4} {r['calls']:>6} {r['ideal']:>8.2f} {r['stage']:>18.2f} {r['job']:>18.2f} {r['peak']:>5} "
-              f"{r['cpu_ms']:>19.1f}")
+              f"{r['cpu_ms']:>19.1f} {r['bench_ms']:>23.1f}")
+    for cap, r in results.items():
+        parts = ", ".join(f"{name} {wall:.2f} s ({n} items)" for name, wall, n in r["walls"])
+        print(f"C={cap} whole job {r['job_wall']:.2f} s; stages: {parts}")
     if profile:
         import pstats
 
         files = sorted(str(p) for p in var_dir.glob("prof-*.prof"))
         if files:
-            stats = pstats.Stats(*files)
+            stats = pstats.Stats(*files, stream=open(os.devnull, "w"))
+            stats.stream = sys.stdout
             stats.sort_stats("tottime").print_stats(30)
             stats.sort_stats("cumulative").print_stats(40)
     return results

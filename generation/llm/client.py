@@ -232,8 +232,10 @@ def chat(
 
     attempts = settings.LLM_MAX_RETRIES + 1
     for attempt in range(1, attempts + 1):
+        # The row is committed before the request goes out, but before taking an endpoint slot: a
+        # database write held inside the semaphore would idle a slot the endpoint could be serving.
+        call_id = accounting.call_start(job, **common, attempt=attempt, prompt_tokens=estimate)
         with semaphore:
-            call_id = accounting.call_start(job, **common, attempt=attempt, prompt_tokens=estimate)
             started = time.monotonic()
             try:
                 completion = client.chat.completions.create(**kwargs)

@@ -23,7 +23,7 @@ import os
 import threading
 import uuid
 
-from django.db import IntegrityError, transaction
+from django.db import connection
 from django.utils import timezone
 
 from generation.llm.accounting import HOST, orphaned, process_alive, worker_id
@@ -52,6 +52,18 @@ def claim_stale(row: dict, item: tuple[int, str, str], delivery: str, now=None) 
     return orphaned({"worker": row["owner"], "created_at": row["claimed_at"]}, now or timezone.now())
 
 
+def _insert(job_id: int, stage: str, key: str, owner: str, delivery: str) -> bool:
+    """INSERT the claim unless the row exists (one statement, no savepoint); True when inserted."""
+    q = connection.ops.quote_name
+    sql = (f"INSERT INTO {q(ItemClaim._meta.db_table)} ({q('job_id')}, {q('stage')}, {q('key')}, {q('owner')}, "
+           f"{q('delivery')}, {q('claimed_at')}) VALUES (%s, %s, %s, %s, %s, %s) "
+           f"ON CONFLICT ({q('job_id')}, {q('stage')}, {q('key')}) DO NOTHING RETURNING {q('id')}")
+    now = ItemClaim._meta.get_field("claimed_at").get_db_prep_value(timezone.now(), connection)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [job_id, stage, key, owner, delivery, now])
+        return cursor.fetchone() is not None
+
+
 def item_claim(job_id: int, stage: str, key: str, delivery: str) -> bool:
     """Claim the item for this delivery; False when another live delivery holds it."""
     item = (job_id, stage, key)
@@ -63,13 +75,9 @@ def item_claim(job_id: int, stage: str, key: str, delivery: str) -> bool:
     won = False
     try:
         for _ in range(2):
-            try:
-                with transaction.atomic():
-                    ItemClaim.objects.create(job_id=job_id, stage=stage, key=key, owner=me, delivery=delivery)
+            if _insert(job_id, stage, key, me, delivery):
                 won = True
                 return True
-            except IntegrityError:
-                pass
             row = ItemClaim.objects.filter(job_id=job_id, stage=stage, key=key).values(
                 "id", "owner", "delivery", "claimed_at").first()
             if row is None:
