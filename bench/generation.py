@@ -99,6 +99,8 @@ class Worker:
     def cpu(self) -> float:
         """CPU seconds (user + system) this worker process used so far."""
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if os.environ.get("BENCH_SYS"):
+            print("utime", int(fields[11]), "stime", int(fields[12]))
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:

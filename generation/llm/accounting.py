@@ -69,10 +69,10 @@ def record(job: Any, **fields: Any) -> LLMCall:
 
 
 def call_start(job: Any, **fields: Any) -> int:
-    """The row of a request about to be sent, committed before it goes out."""
-    with transaction.atomic():
-        call = LLMCall.objects.create(job_id=_job_id(job), worker=worker_id(), outcome=LLMOutcome.IN_FLIGHT,
-                                      tokens_estimated=True, **fields)
+    """The row of a request about to be sent, committed before it goes out (one INSERT: it commits
+    on its own unless the caller holds a transaction)."""
+    call = LLMCall.objects.create(job_id=_job_id(job), worker=worker_id(), outcome=LLMOutcome.IN_FLIGHT,
+                                  tokens_estimated=True, **fields)
     return call.pk
 
 

@@ -5,6 +5,8 @@ exception leaves a stage (and its job) waiting forever.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
@@ -19,6 +21,12 @@ def _duplicate_test(job: GenerationJob, key: str, fields: dict) -> bool:
     return bool(fingerprint) and Test.objects.filter(job=job, fingerprint=fingerprint).exclude(key=key).exists()
 
 
+def _savepoint():
+    """A savepoint only inside a transaction (where a failed INSERT would poison it on Postgres);
+    in autocommit a failed INSERT leaves nothing behind, and BEGIN/COMMIT around one would be waste."""
+    return transaction.atomic() if connection.in_atomic_block else nullcontext()
+
+
 def _write(job: GenerationJob, stage: str, result: ItemResult) -> None:
     """Write an item's rows keyed on (job, key); a test equal to one the job has is not stored."""
     for out in result.outputs:
@@ -30,7 +38,7 @@ def _write(job: GenerationJob, stage: str, result: ItemResult) -> None:
         try:
             # Insert first: the row exists only when an earlier run of this item died before its
             # done mark (claims make that the one way), so a SELECT before every insert is waste.
-            with transaction.atomic():
+            with _savepoint():
                 out.model.objects.create(job=job, key=out.key, **fields)
         except IntegrityError:
             if out.model is Test and _duplicate_test(job, out.key, fields):
