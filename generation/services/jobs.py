@@ -217,8 +217,7 @@ def job_advance(*, job_id: int, publish: Publisher) -> None:
             if not stale:
                 return  # another advance is publishing this stage right now
             keys = [k for k in plan(job, current.stage) if k not in current.items]
-            for key in keys:
-                publish(current.stage, key)
+            _publish_all(publish, current.stage, keys)
             StageProgress.objects.filter(pk=current.pk, state=StageState.PLANNING).update(state=StageState.RUNNING)
             continue
         # Waiting: plan it, or skip it when it has nothing to do.
@@ -234,9 +233,17 @@ def job_advance(*, job_id: int, publish: Publisher) -> None:
             state=StageState.PLANNING, total=len(keys), started_at=timezone.now())
         if not claimed:
             continue  # someone else claimed it; re-read
-        for key in keys:
-            publish(current.stage, key)
+        _publish_all(publish, current.stage, keys)
         StageProgress.objects.filter(pk=current.pk, state=StageState.PLANNING).update(state=StageState.RUNNING)
+
+
+def _publish_all(publish: Publisher, stage: str, keys: list[str]) -> None:
+    """Hand every key to `publish`, then let a batching publisher send what it holds."""
+    for key in keys:
+        publish(stage, key)
+    flush = getattr(publish, "flush", None)
+    if flush is not None:
+        flush()
 
 
 def job_run_inline(*, job: GenerationJob) -> GenerationJob:
