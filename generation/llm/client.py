@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import openai
 from django.conf import settings
+from openai.types.chat import ChatCompletion
 
 from generation.llm import accounting
 from generation.llm.config import (
@@ -238,7 +239,10 @@ def chat(
         with semaphore:
             started = time.monotonic()
             try:
-                completion = client.chat.completions.create(**kwargs)
+                # The client's documented low-level POST: `chat.completions.create` would first
+                # walk every message through its TypedDict transform, a third of its CPU per call;
+                # our request is plain JSON already. Errors, auth and parsing are the same.
+                completion = client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
                 message = completion.choices[0].message
                 content = message.content
                 calls = _tool_calls(message)
