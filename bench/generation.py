@@ -1,7 +1,7 @@
 """Generation benchmark: yield under faults, and overhead against a fast endpoint (issues #4, #12).
 
 Run: ``.venv/bin/python bench/generation.py [--part yield|overhead|all] [--calls N] [--latency L]
-[--concurrency C ...]``.
+[--concurrency C ...] [--processes K] [--profile]``.
 
 Both parts run real generation jobs through a real Celery worker process against the test suite's
 fake OpenAI-compatible server on 127.0.0.1, on a throw-away SQLite database and the filesystem
@@ -17,7 +17,12 @@ tests at rate r ÷ tests at rate 0, and HTTP requests at rate r ÷ requests at r
 **Overhead.** A job whose only LLM stage makes about N calls (N/2 imported flowgraphs, their
 two distinct paths each, A.6 conversations, cache off) runs against an endpoint that answers after L seconds and serves at
 most C requests at once, with LLM_MAX_CONCURRENCY=C. The ideal is N x L / C; printed are the LLM
-stage's wall time ÷ ideal (targets: <= 1.15 at L=0.25, C=8; <= 1.25 at C=16) and the whole job's.
+stage's wall time ÷ ideal (targets: <= 1.15 at L=0.25, C=8; <= 1.25 at C=16) and the whole job's,
+the worker processes' CPU per LLM item (all stages' CPU ÷ N: deterministic enough to compare
+changes on a busy machine), this process's CPU (the fake endpoint), and each stage's wall time.
+It also checks exactly-once: N items must make N requests. ``--processes K`` runs K worker
+processes sharing the threads (2C+2, or BENCH_THREADS) and C; ``--profile`` runs them under cProfile
+(CPU time per thread, bench/profile_hook.py) and prints the merged top functions.
 """
 from __future__ import annotations
 
@@ -99,8 +104,6 @@ class Worker:
     def cpu(self) -> float:
         """CPU seconds (user + system) this worker process used so far."""
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        if os.environ.get("BENCH_SYS"):
-            print("utime", int(fields[11]), "stime", int(fields[12]))
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:

@@ -23,7 +23,8 @@ def job_advance_task(job_id: int) -> None:
     """Move a job forward: claim and publish the next stage, or finish the job.
 
     Idempotent: a stage is claimed by a conditional update, so running this twice publishes a
-    stage's items once (except after a crash mid-publishing, where duplicates are harmless).
+    stage's items once (after a crash mid-publishing they may go out twice; a second delivery of
+    an item is a no-op, see services/claims.py).
     Any other exception fails the job with the error instead of leaving it running.
     """
     try:
@@ -119,9 +120,11 @@ def jobs_recover_task() -> None:
 
     A worker killed with SIGKILL takes its reserved messages with it (the filesystem broker
     deletes a message when it is read; Redis only restores it after the visibility timeout), so a
-    restarted worker re-publishes every item not yet marked done. Items are idempotent, so one
-    that is also still running elsewhere is merely processed twice and written once. The dead
-    worker's in-flight LLM rows are marked lost_in_flight first.
+    starting worker re-publishes the unfinished items a dead worker may have held: those it had
+    claimed, and — when such a worker exists, or the job made no progress for a minute — the ones
+    nobody claimed yet. A worker joining a healthy job publishes nothing. A copy of an item that
+    is still queued or running elsewhere is a no-op (services/claims.py). The dead worker's
+    in-flight LLM rows are marked lost_in_flight first.
     """
     services.jobs_recover()
 

@@ -8,15 +8,19 @@ How a job runs (no chords, no result backend — progress lives on StageProgress
    (waiting → planning, a conditional update only one caller wins), its work items are
    published (one task per item, ids only), then it becomes running. A running stage whose items
    are all done becomes done and the loop moves on; when no stage is left the job succeeds.
-3. `item_run` processes one item outside any transaction (LLM calls), then in one transaction
-   locks the stage row, writes the item's rows keyed on (job, key), records the item's outcome in
-   `StageProgress.items` and, if it was the last item, marks the stage done. The caller then
-   enqueues `job_advance`.
+3. `item_run` claims the item, processes it outside any transaction (LLM calls), writes its rows
+   keyed on (job, key), then records its outcome in `StageProgress.items` with one conditional
+   UPDATE (which also marks the stage done after the last item). The caller then enqueues
+   `job_advance`.
 
-Idempotency: an item already in `items` writes nothing; rows are written with update_or_create on
-the job-scoped key (a DB unique constraint); a redelivered task (acks_late, SIGKILLed worker)
-therefore finishes the job with no duplicates. A redelivered `item_run` for a finished stage
-re-enqueues `job_advance`, which is safe to run any number of times.
+Exactly once: every delivery of an item's task first claims the item (services/claims.py: an
+INSERT on a unique row, or a compare-and-swap takeover of a dead worker's claim); only the winner
+calls the LLM and writes. An item already in `items` writes nothing; rows are keyed on the
+job-scoped key (a DB unique constraint). So a redelivered task (acks_late, SIGKILLed worker), a
+re-publishing (`job_resume`, the start-up recovery) or a second worker process finishes the job
+with one LLM call per item and no duplicates. A redelivered `item_run` for a finished stage
+re-enqueues `job_advance`, which is safe to run any number of times. Offline stages go out
+several items to a task (tasks.BatchPublisher).
 """
 from __future__ import annotations
 

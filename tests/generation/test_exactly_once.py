@@ -162,3 +162,25 @@ def _dead_pid() -> int:
     proc.wait()
     time.sleep(0.05)
     return proc.pid
+
+
+def test_recovery_resends_only_what_a_dead_worker_may_have_held(settings, transactional_db):
+    from django.utils import timezone
+
+    from generation.services.jobs import _items_to_resend
+
+    with FakeOpenAI(conversation_reply) as fake:
+        job, keys = _job_at_conversations(settings, fake)
+        sp = StageProgress.objects.get(job=job, stage="conversations")
+        # A healthy job (nothing claimed yet, progress just now): a starting worker re-sends nothing.
+        assert _items_to_resend(job, sp, only_lost=True, now=timezone.now()) == []
+        # An explicit resume re-sends what nobody holds.
+        assert sorted(_items_to_resend(job, sp, only_lost=False, now=timezone.now())) == sorted(keys)
+        # A worker died holding keys[0]: that item, and the never-claimed ones it may have reserved.
+        ItemClaim.objects.create(job=job, stage="conversations", key=keys[0], owner=f"{HOST}:{_dead_pid()}",
+                                 delivery="lost")
+        ItemClaim.objects.create(job=job, stage="conversations", key=keys[1], owner=f"{HOST}:{os.getppid()}",
+                                 delivery="live")
+        resend = _items_to_resend(job, sp, only_lost=True, now=timezone.now())
+        assert sorted(resend) == sorted([keys[0], *keys[2:]])
+        assert fake.request_count == 0
