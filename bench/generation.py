@@ -1,7 +1,7 @@
 """Generation benchmark: yield under faults, and overhead against a fast endpoint (issues #4, #12).
 
 Run: ``.venv/bin/python bench/generation.py [--part yield|overhead|all] [--calls N] [--latency L]
-[--concurrency C ...]``.
+[--concurrency C ...] [--processes K] [--profile]``.
 
 Both parts run real generation jobs through a real Celery worker process against the test suite's
 fake OpenAI-compatible server on 127.0.0.1, on a throw-away SQLite database and the filesystem
@@ -17,7 +17,12 @@ tests at rate r ÷ tests at rate 0, and HTTP requests at rate r ÷ requests at r
 **Overhead.** A job whose only LLM stage makes about N calls (N/2 imported flowgraphs, their
 two distinct paths each, A.6 conversations, cache off) runs against an endpoint that answers after L seconds and serves at
 most C requests at once, with LLM_MAX_CONCURRENCY=C. The ideal is N x L / C; printed are the LLM
-stage's wall time ÷ ideal (targets: <= 1.15 at L=0.25, C=8; <= 1.25 at C=16) and the whole job's.
+stage's wall time ÷ ideal (targets: <= 1.15 at L=0.25, C=8; <= 1.25 at C=16) and the whole job's,
+the worker processes' CPU per LLM item (all stages' CPU ÷ N: deterministic enough to compare
+changes on a busy machine), this process's CPU (the fake endpoint), and each stage's wall time.
+It also checks exactly-once: N items must make N requests. ``--processes K`` runs K worker
+processes sharing the threads (2C+2, or BENCH_THREADS) and C; ``--profile`` runs them under cProfile
+(CPU time per thread, bench/profile_hook.py) and prints the merged top functions.
 """
 from __future__ import annotations
 
@@ -32,6 +37,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+# Pool threads for concurrency C: enough to keep C requests in flight while others run their CPU part.
+THREADS = lambda cap: int(os.environ.get("BENCH_THREADS", 0)) or 2 * cap + 2  # noqa: E731
 
 YIELD_JOB = {"intents": 10, "procedures_per_intent": 2, "paths": 2, "conversations": "llm", "seed": 3,
              "cache": False}
@@ -63,20 +71,24 @@ def setup() -> Path:
 class Worker:
     """A real `celery worker` process with the given settings, waited for until it answers."""
 
-    def __init__(self, var_dir: Path, env: dict[str, str], threads: int) -> None:
+    def __init__(self, var_dir: Path, env: dict[str, str], threads: int, profile: str | None = None) -> None:
         from generation.heartbeat import heartbeat_send
         from generation.models import WorkerHeartbeat
 
         self.log_path = var_dir / f"worker-{time.monotonic_ns()}.log"
+        launcher = [str(REPO / "bench" / "profile_hook.py"), profile] if profile else ["-m", "celery"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "almita_web", "worker", "--loglevel=WARNING", "--pool=threads",
+            [sys.executable, *launcher, "-A", "almita_web", "worker", "--loglevel=WARNING", "--pool=threads",
              f"--concurrency={threads}", "--without-gossip", "--without-mingle", "--without-heartbeat"],
             cwd=REPO, env={**os.environ, **env}, stdout=open(self.log_path, "ab"), stderr=subprocess.STDOUT)
-        nonce = heartbeat_send()
+        # Wait until *this* process answers a heartbeat (a worker already running answers too).
+        nonces: list[str] = []
         deadline = time.monotonic() + 60
-        while not WorkerHeartbeat.objects.filter(nonce=nonce).exists():
+        while not WorkerHeartbeat.objects.filter(nonce__in=nonces, pid=self.proc.pid).exists():
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 raise SystemExit(f"the worker did not start; see {self.log_path}")
+            if len(nonces) < 2 or WorkerHeartbeat.objects.filter(nonce=nonces[-1]).exists():
+                nonces.append(heartbeat_send())
             time.sleep(0.05)
 
     def wait(self, job, timeout: float):
@@ -88,6 +100,11 @@ class Worker:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"job {job.pk} stuck in {job.status}; see {self.log_path}")
             time.sleep(0.02)
+
+    def cpu(self) -> float:
+        """CPU seconds (user + system) this worker process used so far."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -150,7 +167,8 @@ def yield_part(var_dir: Path, rates: list[float]) -> dict:
     return results
 
 
-def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int]) -> dict:
+def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], processes: int = 1,
+                  profile: bool = False) -> dict:
     from django.conf import settings
 
     from generation import services
@@ -160,13 +178,18 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int]) -> dic
 
     results = {}
     for cap in caps:
-        threads = 2 * cap + 2
+        threads = (THREADS(cap) + processes - 1) // processes
         with FakeOpenAI(lambda body, i: Reply(content=conversation_for(body)), latency=latency,
                         max_concurrency=cap) as fake:
             settings.OPENAI_BASE_URL = fake.base_url
-            env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "bench-key", "LLM_MAX_CONCURRENCY": str(cap)}
-            worker = Worker(var_dir, env, threads)
+            env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "bench-key",
+                   "LLM_MAX_CONCURRENCY": str((cap + processes - 1) // processes)}
+            workers = [Worker(var_dir, env, threads, profile=str(var_dir / f"prof-c{cap}-w{i}") if profile else None)
+                       for i in range(processes)]
+            worker = workers[0]
             try:
+                cpu0 = sum(w.cpu() for w in workers)
+                here0 = time.process_time()
                 started = time.monotonic()
                 # The library flowgraph has two distinct paths: N/2 imported copies give N distinct prompts.
                 job = services.job_create(config={"paths": 2, "conversations": "llm", "sampler": "random",
@@ -174,20 +197,45 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int]) -> dic
                                           import_data=import_document(n // 2), name=f"overhead C={cap}")
                 job = worker.wait(job, 60 + 20 * n * latency)
                 job_wall = time.monotonic() - started
+                cpu = sum(w.cpu() for w in workers) - cpu0
+                here = time.process_time() - here0
             finally:
-                worker.stop()
+                for w in workers:
+                    w.stop()
             stage = StageProgress.objects.get(job=job, stage="conversations")
+            walls = [(p.stage, (p.finished_at - p.started_at).total_seconds(), p.total)
+                     for p in StageProgress.objects.filter(job=job, started_at__isnull=False, finished_at__isnull=False)
+                     .order_by("started_at") if p.total]
             calls = LLMCall.objects.filter(job=job, outcome="ok").count()
+            if calls != stage.total or fake.request_count != stage.total:
+                print(f"!! C={cap}: {stage.total} items but {calls} ok LLMCall rows and {fake.request_count} requests")
             stage_wall = (stage.finished_at - stage.started_at).total_seconds()
             ideal = calls * latency / cap
             results[cap] = {"calls": calls, "stage": stage_wall / ideal, "job": job_wall / ideal, "ideal": ideal,
-                            "peak": fake.peak_in_flight, "status": job.status}
+                            "peak": fake.peak_in_flight, "status": job.status,
+                            "cpu_ms": 1000 * cpu / max(1, stage.total), "bench_ms": 1000 * here / max(1, stage.total),
+                            "walls": walls, "job_wall": job_wall}
     print(f"overhead at a fast endpoint (latency {latency:.2f} s; N={n} asked; "
           f"broker {settings.CELERY_BROKER_URL.split(':', 1)[0]}; "
           f"database {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]})")
-    print(f"{'C':>4} {'calls':>6} {'ideal s':>8} {'LLM stage ÷ ideal':>18} {'whole job ÷ ideal':>18} {'peak':>5}")
+    print(f"worker processes: {processes} (threads and LLM_MAX_CONCURRENCY split between them)")
+    print(f"{'C':>4} {'calls':>6} {'ideal s':>8} {'LLM stage ÷ ideal':>18} {'whole job ÷ ideal':>18} {'peak':>5} "
+          f"{'worker CPU ms/item':>19} {'bench+fake CPU ms/item':>23}")
     for cap, r in results.items():
-        print(f"{cap:>4} {r['calls']:>6} {r['ideal']:>8.2f} {r['stage']:>18.2f} {r['job']:>18.2f} {r['peak']:>5}")
+        print(f"{cap:>4} {r['calls']:>6} {r['ideal']:>8.2f} {r['stage']:>18.2f} {r['job']:>18.2f} {r['peak']:>5} "
+              f"{r['cpu_ms']:>19.1f} {r['bench_ms']:>23.1f}")
+    for cap, r in results.items():
+        parts = ", ".join(f"{name} {wall:.2f} s ({n} items)" for name, wall, n in r["walls"])
+        print(f"C={cap} whole job {r['job_wall']:.2f} s; stages: {parts}")
+    if profile:
+        import pstats
+
+        files = sorted(str(p) for p in var_dir.glob("prof-*.prof"))
+        if files:
+            stats = pstats.Stats(*files, stream=open(os.devnull, "w"))
+            stats.stream = sys.stdout
+            stats.sort_stats("tottime").print_stats(30)
+            stats.sort_stats("cumulative").print_stats(40)
     return results
 
 
@@ -198,6 +246,8 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=128, help="N, LLM calls in the overhead job")
     parser.add_argument("--latency", type=float, default=0.25, help="L, seconds per request")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 16], help="C values to measure")
+    parser.add_argument("--processes", type=int, default=1, help="worker processes sharing threads and C")
+    parser.add_argument("--profile", action="store_true", help="cProfile the workers and print the merged top")
     args = parser.parse_args()
     var_dir = setup()
     ok = True
@@ -207,7 +257,7 @@ def main() -> int:
         base = r[args.rates[0]]
         ok &= worst["tests"] / base["tests"] >= 0.98 and worst["requests"] / base["requests"] <= 1.5
     if args.part in ("overhead", "all"):
-        r = overhead_part(var_dir, args.calls, args.latency, args.concurrency)
+        r = overhead_part(var_dir, args.calls, args.latency, args.concurrency, args.processes, args.profile)
         ok &= all(v["stage"] <= (1.15 if c <= 8 else 1.25) for c, v in r.items())
     print("(shared machine: timings are noisy; ratios were measured side by side in this one run)")
     return 0 if ok else 1

@@ -98,6 +98,13 @@ class LLMCallAdmin(RoleModelAdmin):
     search_fields = ("prompt_hash", "key")
 
 
+@admin.register(m.ItemClaim, site=site)
+class ItemClaimAdmin(RoleModelAdmin):
+    list_display = ("job", "stage", "key", "owner", "delivery", "claimed_at")
+    list_filter = ("stage", "job")
+    search_fields = ("key", "owner")
+
+
 @admin.register(m.WorkerHeartbeat, site=site)
 class WorkerHeartbeatAdmin(RoleModelAdmin):
     list_display = ("created_at", "hostname", "pid", "broker")

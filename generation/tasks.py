@@ -8,6 +8,7 @@ from celery.signals import worker_ready
 from django.db import OperationalError
 
 from generation import services
+from generation.stages import needs_llm
 from generation.redact import redact
 
 logger = logging.getLogger(__name__)
@@ -22,14 +23,14 @@ def job_advance_task(job_id: int) -> None:
     """Move a job forward: claim and publish the next stage, or finish the job.
 
     Idempotent: a stage is claimed by a conditional update, so running this twice publishes a
-    stage's items once (except after a crash mid-publishing, where duplicates are harmless).
+    stage's items once (after a crash mid-publishing they may go out twice; a second delivery of
+    an item is a no-op, see services/claims.py).
     Any other exception fails the job with the error instead of leaving it running.
     """
     try:
         # One producer for the whole fan-out instead of one taken from the pool per item.
         with current_app.producer_or_acquire() as producer:
-            services.job_advance(job_id=job_id, publish=lambda stage, key: item_run_task.apply_async(
-                (job_id, stage, key), producer=producer))
+            services.job_advance(job_id=job_id, publish=BatchPublisher(job_id, producer))
     except OperationalError:
         raise
     except Exception as exc:  # noqa: BLE001 - recorded on the job, never left running
@@ -37,21 +38,78 @@ def job_advance_task(job_id: int) -> None:
         services.job_fail(job_id=job_id, error=redact(f"advancing the job raised {type(exc).__name__}: {exc}"))
 
 
-@shared_task(name="generation.item_run", **DB_RETRY)
-def item_run_task(job_id: int, stage: str, key: str) -> None:
-    """Process one work item of one stage.
+# Items of stages that make no LLM call are short and CPU-bound: they go out this many to a task,
+# which saves a message and a task's overhead per item. LLM items go one to a task (they wait).
+OFFLINE_BATCH = 8
 
-    Idempotent: results are written under the job-scoped key and the item is marked done in the
-    same transaction; a second run finds the mark and writes nothing. An exception marks the item
-    failed with the error (the job then ends failed), so the stage still completes.
+
+class BatchPublisher:
+    """`publish(stage, key)` for job_advance: one task per LLM item, OFFLINE_BATCH offline items per task.
+
+    job_advance calls `flush()` when a stage's keys are all given, before it marks the stage running.
     """
+
+    def __init__(self, job_id: int, producer) -> None:
+        self.job_id = job_id
+        self.producer = producer
+        self.pending: dict[str, list[str]] = {}
+        self._config: dict | None = None
+
+    def _batch_size(self, stage: str) -> int:
+        if self._config is None:
+            from generation.models import GenerationJob
+
+            self._config = GenerationJob.objects.only("config").get(pk=self.job_id).config
+        return 1 if needs_llm(stage, self._config) else OFFLINE_BATCH
+
+    def __call__(self, stage: str, key: str) -> None:
+        keys = self.pending.setdefault(stage, [])
+        keys.append(key)
+        if len(keys) >= self._batch_size(stage):
+            self._send(stage, keys)
+            self.pending[stage] = []
+
+    def _send(self, stage: str, keys: list[str]) -> None:
+        if len(keys) == 1:
+            item_run_task.apply_async((self.job_id, stage, keys[0]), producer=self.producer)
+        elif keys:
+            items_run_task.apply_async((self.job_id, stage, keys), producer=self.producer)
+
+    def flush(self) -> None:
+        for stage, keys in self.pending.items():
+            self._send(stage, keys)
+        self.pending = {}
+
+
+def _run_item(job_id: int, stage: str, key: str, delivery: str | None) -> bool:
     try:
-        done = services.item_run(job_id=job_id, stage=stage, key=key)
+        return services.item_run(job_id=job_id, stage=stage, key=key, delivery=delivery)
     except OperationalError:
         raise
     except Exception as exc:  # noqa: BLE001 - recorded on the item
         logger.exception("item %s of job %s raised", key, job_id)
-        done = services.item_fail(job_id=job_id, stage=stage, key=key, error=f"{type(exc).__name__}: {exc}")
+        return services.item_fail(job_id=job_id, stage=stage, key=key, error=f"{type(exc).__name__}: {exc}")
+
+
+@shared_task(name="generation.item_run", bind=True, **DB_RETRY)
+def item_run_task(self, job_id: int, stage: str, key: str) -> None:
+    """Process one work item of one stage.
+
+    Idempotent: only the delivery that claims the item processes it (services/claims.py), and a
+    finished item is marked done on its stage, so a second delivery writes nothing and calls
+    nothing. An exception marks the item failed with the error (the job then ends failed), so
+    the stage still completes.
+    """
+    if _run_item(job_id, stage, key, self.request.id):
+        job_advance_task.delay(job_id)
+
+
+@shared_task(name="generation.items_run", bind=True, **DB_RETRY)
+def items_run_task(self, job_id: int, stage: str, keys: list[str]) -> None:
+    """Process several items of one stage in turn (offline stages; see BatchPublisher), each as item_run_task."""
+    done = False
+    for key in keys:
+        done = _run_item(job_id, stage, key, self.request.id) or done
     if done:
         job_advance_task.delay(job_id)
 
@@ -62,9 +120,11 @@ def jobs_recover_task() -> None:
 
     A worker killed with SIGKILL takes its reserved messages with it (the filesystem broker
     deletes a message when it is read; Redis only restores it after the visibility timeout), so a
-    restarted worker re-publishes every item not yet marked done. Items are idempotent, so one
-    that is also still running elsewhere is merely processed twice and written once. The dead
-    worker's in-flight LLM rows are marked lost_in_flight first.
+    starting worker re-publishes the unfinished items a dead worker may have held: those it had
+    claimed, and — when such a worker exists, or the job made no progress for a minute — the ones
+    nobody claimed yet. A worker joining a healthy job publishes nothing. A copy of an item that
+    is still queued or running elsewhere is a no-op (services/claims.py). The dead worker's
+    in-flight LLM rows are marked lost_in_flight first.
     """
     services.jobs_recover()
 

@@ -69,10 +69,10 @@ def record(job: Any, **fields: Any) -> LLMCall:
 
 
 def call_start(job: Any, **fields: Any) -> int:
-    """The row of a request about to be sent, committed before it goes out."""
-    with transaction.atomic():
-        call = LLMCall.objects.create(job_id=_job_id(job), worker=worker_id(), outcome=LLMOutcome.IN_FLIGHT,
-                                      tokens_estimated=True, **fields)
+    """The row of a request about to be sent, committed before it goes out (one INSERT: it commits
+    on its own unless the caller holds a transaction)."""
+    call = LLMCall.objects.create(job_id=_job_id(job), worker=worker_id(), outcome=LLMOutcome.IN_FLIGHT,
+                                  tokens_estimated=True, **fields)
     return call.pk
 
 
@@ -85,7 +85,7 @@ def call_finish(call_id: int, job: Any, **fields: Any) -> None:
                     fields.get("cost_usd", Decimal(0)))
 
 
-def _process_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -99,7 +99,7 @@ def orphaned(call: dict, now) -> bool:
     """An in-flight row whose sender is gone: a dead process on this host, or too old anywhere."""
     host, _, pid = (call["worker"] or "").rpartition(":")
     if host == HOST and pid.isdigit() and int(pid) != os.getpid():
-        return not _process_alive(int(pid))
+        return not process_alive(int(pid))
     limit = timedelta(seconds=settings.OPENAI_TIMEOUT * (settings.LLM_MAX_RETRIES + 1)) + _LOST_GRACE
     return now - call["created_at"] > limit
 

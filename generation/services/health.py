@@ -77,8 +77,17 @@ def job_watchdog(job: GenerationJob, *, now: datetime | None = None) -> bool:
 
 
 def jobs_watchdog() -> int:
-    """Run the watchdog over every unfinished job; returns how many it failed."""
+    """Run the watchdog over every unfinished job; returns how many it failed.
+
+    A job that has not moved for a minute but is not yet stalled gets the items whose messages
+    may be lost re-sent first (a worker that died holding reserved messages it never started).
+    """
+    from generation.services.jobs import PLANNING_STALE, job_resume
+
     failed = 0
     for job in GenerationJob.objects.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING]):
-        failed += job_watchdog(job)
+        if job_watchdog(job):
+            failed += 1
+        elif timezone.now() - last_progress(job) > PLANNING_STALE:
+            job_resume(job=job, only_lost=True)
     return failed

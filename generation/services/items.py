@@ -5,17 +5,26 @@ exception leaves a stage (and its job) waiting forever.
 """
 from __future__ import annotations
 
-from django.db import IntegrityError, connection, transaction
+from contextlib import nullcontext
+
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from generation.models import Discard, GenerationJob, JobStatus, Origin, StageProgress, StageState, Test
 from generation.redact import redact
+from generation.services.claims import item_claim, item_unclaim, new_delivery
 from generation.stages import ItemResult, process
 
 
 def _duplicate_test(job: GenerationJob, key: str, fields: dict) -> bool:
     fingerprint = fields.get("fingerprint")
     return bool(fingerprint) and Test.objects.filter(job=job, fingerprint=fingerprint).exclude(key=key).exists()
+
+
+def _savepoint():
+    """A savepoint only inside a transaction (where a failed INSERT would poison it on Postgres);
+    in autocommit a failed INSERT leaves nothing behind, and BEGIN/COMMIT around one would be waste."""
+    return transaction.atomic() if connection.in_atomic_block else nullcontext()
 
 
 def _write(job: GenerationJob, stage: str, result: ItemResult) -> None:
@@ -27,14 +36,16 @@ def _write(job: GenerationJob, stage: str, result: ItemResult) -> None:
             result.notes["duplicate_test"] = result.notes.get("duplicate_test", 0) + 1
             continue
         try:
-            with transaction.atomic():
-                out.model.objects.update_or_create(job=job, key=out.key, defaults=fields)
+            # Insert first: the row exists only when an earlier run of this item died before its
+            # done mark (claims make that the one way), so a SELECT before every insert is waste.
+            with _savepoint():
+                out.model.objects.create(job=job, key=out.key, **fields)
         except IntegrityError:
             if out.model is Test and _duplicate_test(job, out.key, fields):
                 result.passed -= 1
                 result.notes["duplicate_test"] = result.notes.get("duplicate_test", 0) + 1
                 continue
-            # Another run of this item created the row between our read and our insert.
+            # An earlier run of this item wrote the row: overwrite it.
             out.model.objects.filter(job=job, key=out.key).update(**fields)
     for d in result.discards:
         fields = {"reason": d.reason, "detail": redact(d.detail), "example": redact(d.example)}
@@ -56,15 +67,20 @@ def _mark_done(job: GenerationJob, stage: str, key: str, result: ItemResult) -> 
     counts = [result.generated, result.passed, result.discarded, result.failed, result.repaired]
     setters = ("done = done + 1, generated = generated + %s, passed = passed + %s, discarded = discarded + %s, "
                "failed = failed + %s, repaired = repaired + %s")
+    notes = sorted(result.notes.items())
     if connection.vendor == "postgresql":
-        sql = (f"UPDATE {table} SET items = items || jsonb_build_object(%s::text, %s::text), {setters} "
+        add_notes = "".join(" || jsonb_build_object(%s::text, COALESCE((notes->>%s)::int, 0) + %s)" for _ in notes)
+        sql = (f"UPDATE {table} SET items = items || jsonb_build_object(%s::text, %s::text), "
+               f"notes = notes{add_notes}, {setters} "
                f"WHERE job_id = %s AND stage = %s AND NOT (items ? %s) RETURNING id, done, total, state")
-        params = [key, result.outcome, *counts, job.pk, stage, key]
+        params = [key, result.outcome, *[v for k, n in notes for v in (k, k, n)], *counts, job.pk, stage, key]
     else:  # SQLite: the JSON1 functions, with the key quoted as one path member
         path = '$."' + key.replace('"', "") + '"'
-        sql = (f"UPDATE {table} SET items = json_set(items, %s, %s), {setters} "
+        add_notes = "".join(", %s, COALESCE(json_extract(notes, %s), 0) + %s" for _ in notes)
+        note_params = [v for k, n in notes for v in ('$."' + k + '"', '$."' + k + '"', n)]
+        sql = (f"UPDATE {table} SET items = json_set(items, %s, %s), notes = json_set(notes{add_notes}), {setters} "
                f"WHERE job_id = %s AND stage = %s AND json_type(items, %s) IS NULL RETURNING id, done, total, state")
-        params = [path, result.outcome, *counts, job.pk, stage, path]
+        params = [path, result.outcome, *note_params, *counts, job.pk, stage, path]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
@@ -80,11 +96,12 @@ def _mark_done(job: GenerationJob, stage: str, key: str, result: ItemResult) -> 
 def _commit(job: GenerationJob, stage: str, key: str, result: ItemResult) -> bool | None:
     """Write the item's rows, then its outcome; None when it was already done.
 
-    Items with funnel notes (paths, tests: rare, and they de-duplicate against each other) keep
-    the stage lock around their writes; the rest write first and mark done in one statement.
+    Rows are written first and the item marked done in one statement (its counts and funnel notes
+    added in place), with no lock on the stage row around the writes: only the delivery holding the
+    item's claim gets here, and tests that duplicate each other across items are told apart by
+    the (job, fingerprint) unique constraint. That lock used to serialise the whole tests stage.
     """
-    if not result.notes and result.outcome != "cancelled" and connection.vendor in ("postgresql", "sqlite") \
-            and not any(out.model is Test for out in result.outputs):
+    if result.outcome != "cancelled" and connection.vendor in ("postgresql", "sqlite"):
         _write(job, stage, result)
         return _mark_done(job, stage, key, result)
     with transaction.atomic():
@@ -109,19 +126,36 @@ def _commit(job: GenerationJob, stage: str, key: str, result: ItemResult) -> boo
     return completed
 
 
-def item_run(*, job_id: int, stage: str, key: str) -> bool:
-    """Process one work item once; True when the caller should enqueue `job_advance`."""
-    sp = StageProgress.objects.only("id", "items", "state").get(job_id=job_id, stage=stage)
-    if key in sp.items:
-        return sp.state == StageState.DONE  # a redelivery: make sure the job moves on
-    job = GenerationJob.objects.get(pk=job_id)
-    if job.status != JobStatus.RUNNING:
-        result = ItemResult(outcome="cancelled")
-    else:
-        result = process(job, key)
-        if result.outcome != "failed":
-            result.outcome = "passed" if result.passed else "discarded"
-    return bool(_commit(job, stage, key, result))
+def item_run(*, job_id: int, stage: str, key: str, delivery: str | None = None) -> bool:
+    """Process one work item once; True when the caller should enqueue `job_advance`.
+
+    `delivery` names this delivery of the item's task (the Celery task id). Only the delivery
+    that claims the item processes it (see services/claims.py); any other is a no-op, so an item
+    delivered twice makes its LLM calls once.
+    """
+    delivery = delivery or new_delivery()
+    if not item_claim(job_id, stage, key, delivery):
+        return False  # another live delivery has it; that one moves the job on
+    release = False
+    try:
+        # The stage's done marks and the job in one query.
+        sp = StageProgress.objects.select_related("job").only("id", "items", "state", "job").get(
+            job_id=job_id, stage=stage)
+        if key in sp.items:
+            return sp.state == StageState.DONE  # a redelivery: make sure the job moves on
+        job = sp.job
+        if job.status != JobStatus.RUNNING:
+            result = ItemResult(outcome="cancelled")
+        else:
+            result = process(job, key)
+            if result.outcome != "failed":
+                result.outcome = "passed" if result.passed else "discarded"
+        return bool(_commit(job, stage, key, result))
+    except OperationalError:
+        release = True  # the task is retried, maybe by another process: let that delivery claim it
+        raise
+    finally:
+        item_unclaim(job_id, stage, key, release=release)
 
 
 def item_fail(*, job_id: int, stage: str, key: str, error: str) -> bool:

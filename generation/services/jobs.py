@@ -8,15 +8,19 @@ How a job runs (no chords, no result backend — progress lives on StageProgress
    (waiting → planning, a conditional update only one caller wins), its work items are
    published (one task per item, ids only), then it becomes running. A running stage whose items
    are all done becomes done and the loop moves on; when no stage is left the job succeeds.
-3. `item_run` processes one item outside any transaction (LLM calls), then in one transaction
-   locks the stage row, writes the item's rows keyed on (job, key), records the item's outcome in
-   `StageProgress.items` and, if it was the last item, marks the stage done. The caller then
-   enqueues `job_advance`.
+3. `item_run` claims the item, processes it outside any transaction (LLM calls), writes its rows
+   keyed on (job, key), then records its outcome in `StageProgress.items` with one conditional
+   UPDATE (which also marks the stage done after the last item). The caller then enqueues
+   `job_advance`.
 
-Idempotency: an item already in `items` writes nothing; rows are written with update_or_create on
-the job-scoped key (a DB unique constraint); a redelivered task (acks_late, SIGKILLed worker)
-therefore finishes the job with no duplicates. A redelivered `item_run` for a finished stage
-re-enqueues `job_advance`, which is safe to run any number of times.
+Exactly once: every delivery of an item's task first claims the item (services/claims.py: an
+INSERT on a unique row, or a compare-and-swap takeover of a dead worker's claim); only the winner
+calls the LLM and writes. An item already in `items` writes nothing; rows are keyed on the
+job-scoped key (a DB unique constraint). So a redelivered task (acks_late, SIGKILLed worker), a
+re-publishing (`job_resume`, the start-up recovery) or a second worker process finishes the job
+with one LLM call per item and no duplicates. A redelivered `item_run` for a finished stage
+re-enqueues `job_advance`, which is safe to run any number of times. Offline stages go out
+several items to a task (tasks.BatchPublisher).
 """
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ from generation.models import (
     StageProgress,
     StageState,
 )
+from generation.services.claims import claim_lost, claims_by_key, owner_dead
 from generation.services.config import JobConfigError, job_config_normalise, llm_stages
 from generation.services.importing import _import_rows, import_parse
 from generation.services.health import items_raised_message, stage_dead, stage_failure_message
@@ -216,8 +221,7 @@ def job_advance(*, job_id: int, publish: Publisher) -> None:
             if not stale:
                 return  # another advance is publishing this stage right now
             keys = [k for k in plan(job, current.stage) if k not in current.items]
-            for key in keys:
-                publish(current.stage, key)
+            _publish_all(publish, current.stage, keys)
             StageProgress.objects.filter(pk=current.pk, state=StageState.PLANNING).update(state=StageState.RUNNING)
             continue
         # Waiting: plan it, or skip it when it has nothing to do.
@@ -233,9 +237,17 @@ def job_advance(*, job_id: int, publish: Publisher) -> None:
             state=StageState.PLANNING, total=len(keys), started_at=timezone.now())
         if not claimed:
             continue  # someone else claimed it; re-read
-        for key in keys:
-            publish(current.stage, key)
+        _publish_all(publish, current.stage, keys)
         StageProgress.objects.filter(pk=current.pk, state=StageState.PLANNING).update(state=StageState.RUNNING)
+
+
+def _publish_all(publish: Publisher, stage: str, keys: list[str]) -> None:
+    """Hand every key to `publish`, then let a batching publisher send what it holds."""
+    for key in keys:
+        publish(stage, key)
+    flush = getattr(publish, "flush", None)
+    if flush is not None:
+        flush()
 
 
 def job_run_inline(*, job: GenerationJob) -> GenerationJob:
@@ -249,19 +261,50 @@ def job_run_inline(*, job: GenerationJob) -> GenerationJob:
     return job
 
 
-def job_resume(*, job: GenerationJob) -> int:
+def _items_to_resend(job: GenerationJob, sp: StageProgress, *, only_lost: bool, now) -> list[str]:
+    """The unfinished items of an open stage whose message may be gone.
+
+    An item claimed by a live delivery is being processed: never re-sent. One claimed by a dead
+    worker is re-sent. An unclaimed one is either still queued on the broker or was reserved by a
+    worker that died before starting it; with `only_lost` (recovery when a worker starts) it is
+    re-sent only when this stage shows that loss is possible — a worker that claimed any of its
+    items is gone, or no progress for PLANNING_STALE — so a worker joining a healthy job publishes
+    nothing. Re-sending is harmless anyway: a second delivery of an item is a no-op (services/claims.py).
+    """
+    pending = [k for k in plan(job, sp.stage) if k not in sp.items]
+    claims = claims_by_key(job.pk, sp.stage)
+    lost = [k for k in pending if k in claims and claim_lost(claims[k], (job.pk, sp.stage, k), now)]
+    # A worker on this host that claimed any item of the stage and no longer exists may have taken
+    # reserved (never claimed) messages with it.
+    gone = bool(lost) or any(owner_dead(owner) for owner in {row["owner"] for row in claims.values()})
+    unclaimed = [k for k in pending if k not in claims]
+    if only_lost and not gone and unclaimed:
+        from generation.services.health import last_progress
+
+        if now - last_progress(job) <= PLANNING_STALE:
+            unclaimed = []
+    return lost + unclaimed
+
+
+def job_resume(*, job: GenerationJob, only_lost: bool = False) -> int:
     """Re-publish the unfinished items of the job's open stage; returns how many were sent.
 
-    Used after a crash: a stage left in planning or running whose messages were lost.
+    Used after a crash: a stage left in planning or running whose messages were lost. Items being
+    processed by a live worker are not re-sent; see `_items_to_resend` for `only_lost`.
     """
     from generation.tasks import item_run_task, job_advance_task
 
     sent = 0
+    now = timezone.now()
     for sp in StageProgress.objects.filter(job=job, state__in=[StageState.RUNNING, StageState.PLANNING]):
-        for key in plan(job, sp.stage):
-            if key not in sp.items:
-                item_run_task.delay(job.pk, sp.stage, key)
-                sent += 1
+        lossy = only_lost
+        if sp.state == StageState.PLANNING and only_lost:
+            if sp.started_at and now - sp.started_at <= PLANNING_STALE:
+                continue  # a live `job_advance` is publishing it right now
+            lossy = False  # its publisher died part-way: what it did not send is nowhere
+        for key in _items_to_resend(job, sp, only_lost=lossy, now=now):
+            item_run_task.delay(job.pk, sp.stage, key)
+            sent += 1
         StageProgress.objects.filter(pk=sp.pk, state=StageState.PLANNING).update(state=StageState.RUNNING)
     job_advance_task.delay(job.pk)
     return sent
@@ -272,11 +315,12 @@ def jobs_recover() -> int:
 
     First the in-flight LLM rows of dead workers are marked lost_in_flight (their prompts are
     charged to the job); the items they belonged to are not marked done, so they are re-sent.
+    Only items whose message may have been lost are re-sent (`job_resume(only_lost=True)`).
     """
     llm.calls_mark_lost()
     sent = 0
     for job in GenerationJob.objects.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING]):
-        sent += job_resume(job=job)
+        sent += job_resume(job=job, only_lost=True)
     return sent
 
 
