@@ -44,6 +44,41 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[k]
 
 
+def load(*, lineages: int, annotators: int, render_svg: bool = True, password: str = "unused-password-1") -> list[str]:
+    """Fill the (empty) database: full lineages, their review items, annotator users; their names.
+
+    ``render_svg``: draw each flowgraph's SVG now (cached on the row, as in steady use); without
+    it the first view of each item runs Graphviz. bench/review_http.py loads its data with this.
+    """
+    from almita_web.roles import ANNOTATOR, assign_roles
+    from curation.lineage import items_sync
+    from curation.present import cached_svg
+    from django.contrib.auth.models import User
+    from generation.models import Flowgraph
+    from tests.curation.factories import build_lineage
+
+    for i in range(lineages):
+        build_lineage(conversations=2, seed=i,
+                      validation=[{"rule": "FG-LEAF-END", "where": "N3", "message": "demo"}] if i % 5 == 0 else None)
+    items_sync()
+    if render_svg:
+        for fg in Flowgraph.objects.all():
+            cached_svg(fg)
+    users = []
+    for i in range(annotators):
+        user = User.objects.create_user(f"bench{i}", password=password)
+        assign_roles(user, [ANNOTATOR])
+        users.append(user.username)
+    return users
+
+
+def describe_items() -> str:
+    from curation.models import ReviewItem, ReviewStage
+
+    return (f"{ReviewItem.objects.count()} review items "
+            f"({ReviewItem.objects.filter(stage=ReviewStage.FLOWGRAPH).count()} flowgraphs)")
+
+
 def worker(username: str, stage: str, max_items: int, think: float, queue: mp.Queue) -> None:
     import random
 
@@ -109,33 +144,13 @@ def main() -> None:
     from django.db import connection, connections
 
     settings.DATABASES["default"].setdefault("TEST", {})["MIGRATE"] = False
-    if connection.vendor != "postgresql":
-        print(f"warning: running on {connection.vendor}; the target is stated for Postgres", file=sys.stderr)
     db_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:
-        from almita_web.roles import ANNOTATOR, assign_roles
-        from curation.lineage import items_sync
-        from curation.models import ReviewItem, ReviewStage
-        from curation.present import cached_svg
-        from django.contrib.auth.models import User
-        from generation.models import Flowgraph
-        from tests.curation.factories import build_lineage
+        from curation.models import ReviewStage
 
         t = time.perf_counter()
-        for i in range(args.lineages):
-            build_lineage(conversations=2, seed=i,
-                          validation=[{"rule": "FG-LEAF-END", "where": "N3", "message": "demo"}] if i % 5 == 0 else None)
-        items_sync()
-        for fg in Flowgraph.objects.all():
-            cached_svg(fg)
-        users = []
-        for i in range(args.annotators):
-            user = User.objects.create_user(f"bench{i}", password="unused-password-1")
-            assign_roles(user, [ANNOTATOR])
-            users.append(user.username)
-        print(f"database {db_name}: {ReviewItem.objects.count()} review items "
-              f"({ReviewItem.objects.filter(stage=ReviewStage.FLOWGRAPH).count()} flowgraphs) "
-              f"set up in {time.perf_counter() - t:.1f}s")
+        users = load(lineages=args.lineages, annotators=args.annotators)
+        print(f"database {db_name}: {describe_items()} set up in {time.perf_counter() - t:.1f}s")
         connections.close_all()
 
         ctx = mp.get_context("fork")
