@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
@@ -115,9 +115,12 @@ def review_claim_next(*, annotator, stage: str) -> ReviewItem | None:
 
 @transaction.atomic
 def _claim_next(annotator, stage: str, now) -> ReviewItem | None:
-    held = queue.held_item(stage=stage, annotator_id=annotator.pk, now=now)  # again, under the lock
-    if held is not None:
-        return held
+    if not connection.features.has_select_for_update:
+        # SQLite: this transaction holds the write lock, so a claim the same annotator made in
+        # between (a double click) is visible now; resume it rather than take a second item.
+        held = queue.held_item(stage=stage, annotator_id=annotator.pk, now=now)
+        if held is not None:
+            return held
     tried: list[int] = []
     for _attempt in range(50):
         try:
