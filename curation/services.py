@@ -124,9 +124,9 @@ def _claim_next(annotator, stage: str, now) -> ReviewItem | None:
     tried: list[int] = []
     for _attempt in range(50):
         try:
-            # A savepoint per attempt: rolling it back releases the row lock on an item found full.
-            with transaction.atomic():
-                return _claim_one(annotator, stage, now, tried)
+            # No savepoint per attempt: an item found full was only read (and locked, until this
+            # transaction ends a few milliseconds later: it is full for every claimer anyway).
+            return _claim_one(annotator, stage, now, tried)
         except _ItemFull as full:
             tried.append(full.item_id)
     return None
