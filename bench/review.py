@@ -1,6 +1,7 @@
 """Benchmark: server time of "next item" (claim) plus the review page, 8 annotators at once.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/almita_bench .venv/bin/python bench/review.py
+    DATABASE_URL=sqlite:////tmp/almita_bench.sqlite3 .venv/bin/python bench/review.py
 
 Creates a throw-away database ``test_<name>`` (tables from the models, as the test suite does),
 loads ``--lineages`` full lineages (procedure → flowgraph → conversation graph → conversations),
@@ -9,7 +10,8 @@ renders each flowgraph's SVG once (it is cached on the row, as in steady use), t
 sent to, record a verdict through the service (so that the next claim-next is a real claim, not
 the resumption of one the submit view already made), optionally "think" for a while. Each request
 is timed around Django's full handler (middleware, view, template, database): server time
-without the network. Target: p95 of claim-next + review page ≤ 50 ms. Also printed: the Django
+without the network. Target: p95 of claim-next + review page ≤ 50 ms, on Postgres and on SQLite.
+bench/review_http.py measures the same path through the web server. Also printed: the Django
 process's own CPU time per claim + page (budget 12 ms), which does not depend on how many other
 processes share the machine; run with ``--think 2`` for annotators who read each item.
 
