@@ -21,4 +21,5 @@ RUN SECRET_KEY=build-only python manage.py collectstatic --noinput
 RUN useradd --create-home almita && mkdir -p /app/var && chown -R almita /app/var
 USER almita
 EXPOSE 8000
-CMD ["gunicorn", "almita_web.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]
+# gunicorn.conf.py: threaded workers with keep-alive, chosen with bench/review_http.py.
+CMD ["gunicorn", "almita_web.wsgi:application", "--config", "gunicorn.conf.py"]

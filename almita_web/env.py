@@ -111,7 +111,8 @@ def database_from_url(url: str, base_dir: Path, name: str = "DATABASE_URL") -> d
         if not path.is_absolute():
             path = base_dir / path
         return {
-            "ENGINE": "django.db.backends.sqlite3",
+            # Django's SQLite backend with writers queued on a lock file (almita_web/sqlite/base.py).
+            "ENGINE": "almita_web.sqlite",
             "NAME": str(path),
             # IMMEDIATE makes every atomic block take SQLite's write lock up front, so two
             # annotators can never both read "one review still needed" and both claim the item.
@@ -120,6 +121,9 @@ def database_from_url(url: str, base_dir: Path, name: str = "DATABASE_URL") -> d
                 "timeout": 30,
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             },
+            # One connection per server thread, kept across requests: opening one (and running the
+            # PRAGMAs above) on every request cost more than the review page's queries.
+            "CONN_MAX_AGE": 600,
             "TEST": {"NAME": str(path.with_name(f"test_{path.name}"))},
         }
     if scheme in ("postgres", "postgresql", "pgsql"):

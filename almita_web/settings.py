@@ -113,6 +113,9 @@ CACHES = {
     },
 }
 
+# Sessions are read on every request: from the shared cache above (a file read), written through
+# to the database, so a lost cache entry only costs one query.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE

@@ -1,6 +1,7 @@
 """Benchmark: server time of "next item" (claim) plus the review page, 8 annotators at once.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/almita_bench .venv/bin/python bench/review.py
+    DATABASE_URL=sqlite:////tmp/almita_bench.sqlite3 .venv/bin/python bench/review.py
 
 Creates a throw-away database ``test_<name>`` (tables from the models, as the test suite does),
 loads ``--lineages`` full lineages (procedure → flowgraph → conversation graph → conversations),
@@ -9,7 +10,8 @@ renders each flowgraph's SVG once (it is cached on the row, as in steady use), t
 sent to, record a verdict through the service (so that the next claim-next is a real claim, not
 the resumption of one the submit view already made), optionally "think" for a while. Each request
 is timed around Django's full handler (middleware, view, template, database): server time
-without the network. Target: p95 of claim-next + review page ≤ 50 ms. Also printed: the Django
+without the network. Target: p95 of claim-next + review page ≤ 50 ms, on Postgres and on SQLite.
+bench/review_http.py measures the same path through the web server. Also printed: the Django
 process's own CPU time per claim + page (budget 12 ms), which does not depend on how many other
 processes share the machine; run with ``--think 2`` for annotators who read each item.
 
@@ -42,6 +44,41 @@ def percentile(values: list[float], p: float) -> float:
         return float("nan")
     k = max(0, min(len(ordered) - 1, round(p / 100 * len(ordered) + 0.5) - 1))
     return ordered[k]
+
+
+def load(*, lineages: int, annotators: int, render_svg: bool = True, password: str = "unused-password-1") -> list[str]:
+    """Fill the (empty) database: full lineages, their review items, annotator users; their names.
+
+    ``render_svg``: draw each flowgraph's SVG now (cached on the row, as in steady use); without
+    it the first view of each item runs Graphviz. bench/review_http.py loads its data with this.
+    """
+    from almita_web.roles import ANNOTATOR, assign_roles
+    from curation.lineage import items_sync
+    from curation.present import cached_svg
+    from django.contrib.auth.models import User
+    from generation.models import Flowgraph
+    from tests.curation.factories import build_lineage
+
+    for i in range(lineages):
+        build_lineage(conversations=2, seed=i,
+                      validation=[{"rule": "FG-LEAF-END", "where": "N3", "message": "demo"}] if i % 5 == 0 else None)
+    items_sync()
+    if render_svg:
+        for fg in Flowgraph.objects.all():
+            cached_svg(fg)
+    users = []
+    for i in range(annotators):
+        user = User.objects.create_user(f"bench{i}", password=password)
+        assign_roles(user, [ANNOTATOR])
+        users.append(user.username)
+    return users
+
+
+def describe_items() -> str:
+    from curation.models import ReviewItem, ReviewStage
+
+    return (f"{ReviewItem.objects.count()} review items "
+            f"({ReviewItem.objects.filter(stage=ReviewStage.FLOWGRAPH).count()} flowgraphs)")
 
 
 def worker(username: str, stage: str, max_items: int, think: float, queue: mp.Queue) -> None:
@@ -109,33 +146,13 @@ def main() -> None:
     from django.db import connection, connections
 
     settings.DATABASES["default"].setdefault("TEST", {})["MIGRATE"] = False
-    if connection.vendor != "postgresql":
-        print(f"warning: running on {connection.vendor}; the target is stated for Postgres", file=sys.stderr)
     db_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:
-        from almita_web.roles import ANNOTATOR, assign_roles
-        from curation.lineage import items_sync
-        from curation.models import ReviewItem, ReviewStage
-        from curation.present import cached_svg
-        from django.contrib.auth.models import User
-        from generation.models import Flowgraph
-        from tests.curation.factories import build_lineage
+        from curation.models import ReviewStage
 
         t = time.perf_counter()
-        for i in range(args.lineages):
-            build_lineage(conversations=2, seed=i,
-                          validation=[{"rule": "FG-LEAF-END", "where": "N3", "message": "demo"}] if i % 5 == 0 else None)
-        items_sync()
-        for fg in Flowgraph.objects.all():
-            cached_svg(fg)
-        users = []
-        for i in range(args.annotators):
-            user = User.objects.create_user(f"bench{i}", password="unused-password-1")
-            assign_roles(user, [ANNOTATOR])
-            users.append(user.username)
-        print(f"database {db_name}: {ReviewItem.objects.count()} review items "
-              f"({ReviewItem.objects.filter(stage=ReviewStage.FLOWGRAPH).count()} flowgraphs) "
-              f"set up in {time.perf_counter() - t:.1f}s")
+        users = load(lineages=args.lineages, annotators=args.annotators)
+        print(f"database {db_name}: {describe_items()} set up in {time.perf_counter() - t:.1f}s")
         connections.close_all()
 
         ctx = mp.get_context("fork")

@@ -17,7 +17,7 @@ from curation import services
 from curation.annotation_models import Flag, FlagKind, ReviewMeta, flags_text  # noqa: F401
 from curation.guidelines import OTHER, current_guide, reason_code_set
 from curation.lineage import artifact_for
-from curation.models import Claim, Review, ReviewItem, ReviewStage, Verdict
+from curation.models import Review, ReviewItem, ReviewStage, Verdict
 from generation.pipeline.formats import GraphFormatError, graph_from_json
 
 MAX_FLAGS = 200
@@ -129,24 +129,26 @@ def clean_flags(raw: Any, *, stage: str, allowed: dict[str, set[str]]) -> list[d
 def review_submit_flagged(*, annotator, item_id: int, verdict: str, reason_codes: list[str] | None = None,
                           comment: str = "", flags: Any = None) -> Review:
     """services.review_submit plus the review's flags, time spent and guideline version."""
-    item = ReviewItem.objects.filter(pk=item_id).first()
-    if item is None:
-        raise services.CurationError("No such review item.")
-    clean = clean_flags(flags, stage=item.stage, allowed=targets(item))
+    clean: list[dict[str, str]] = []
+    if flags not in (None, "", [], "[]"):  # most verdicts carry none: no graph to load and parse then
+        item = ReviewItem.objects.filter(pk=item_id).first()
+        if item is None:
+            raise services.CurationError("No such review item.")
+        clean = clean_flags(flags, stage=item.stage, allowed=targets(item))
     codes = list(dict.fromkeys(reason_codes or []))
     if verdict == Verdict.REJECT:
         # A rejection may consist of flags alone: their reasons are the review's reasons.
         codes += [f["reason"] for f in clean if f["reason"] not in codes]
         if OTHER in codes and not comment.strip():
             comment = "; ".join(f"{f['kind']} {f['target']}: {f['comment']}" for f in clean if f["reason"] == OTHER)
-    claim = Claim.objects.filter(item_id=item_id, annotator=annotator).first()
     review = services.review_submit(annotator=annotator, item_id=item_id, verdict=verdict, reason_codes=codes,
                                     comment=comment)
-    Flag.objects.bulk_create([Flag(review=review, **f) for f in clean])
+    if clean:
+        Flag.objects.bulk_create([Flag(review=review, **f) for f in clean])
     seconds = None
-    if claim is not None:
-        seconds = max(0, int((timezone.now() - claim.claimed_at).total_seconds()))
-    ReviewMeta.objects.create(review=review, seconds=seconds, guideline_version=current_guide(item.stage)[1])
+    if review.claimed_at is not None:  # when the claim the verdict closed was taken
+        seconds = max(0, int((timezone.now() - review.claimed_at).total_seconds()))
+    ReviewMeta.objects.create(review=review, seconds=seconds, guideline_version=current_guide(review.item.stage)[1])
     return review
 
 

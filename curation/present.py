@@ -52,7 +52,14 @@ def cached_svg(row: Flowgraph | ConversationGraph) -> dict[str, Any]:
         row.svg = svg
         type(row).objects.filter(pk=row.pk).update(svg=svg)
     prefix = f"{type(row)._meta.model_name[:2]}{row.pk}-"
-    return {"svg": mark_safe(scope_svg_ids(row.svg, prefix)), "error": ""}
+    return {"svg": mark_safe(_scoped(row.svg, prefix)), "error": ""}
+
+
+@functools.lru_cache(maxsize=256)
+def _scoped(svg: str, prefix: str) -> str:
+    # The regex pass over a drawing cost a few hundred microseconds on every review page; the
+    # key is the markup itself, so a redrawn graph never gets an old result.
+    return scope_svg_ids(svg, prefix)
 
 
 def highlighted_svg(cg: ConversationGraph, path_nodes: list, conversation_id: int) -> dict[str, Any]:
@@ -66,7 +73,7 @@ def highlighted_svg(cg: ConversationGraph, path_nodes: list, conversation_id: in
         if error:
             return {"svg": "", "error": error}
         cache.set(key, svg, 24 * 3600)
-    return {"svg": mark_safe(scope_svg_ids(svg, f"cg{cg.pk}c{conversation_id}-")), "error": ""}
+    return {"svg": mark_safe(_scoped(svg, f"cg{cg.pk}c{conversation_id}-")), "error": ""}
 
 
 def stage_fragments(stage: str, can_review: bool) -> dict[str, Any]:

@@ -136,6 +136,20 @@ def last_review(*, annotator_id: int) -> Review | None:
     """The annotator's most recent review with its item attached (the undo button on every page)."""
     sql = f"SELECT r.* FROM {_REVIEW} r WHERE r.annotator_id = %s ORDER BY r.created_at DESC, r.id DESC LIMIT 1"
     for review in Review.objects.raw(sql, [annotator_id]):
-        review.item = list(ReviewItem.objects.raw(f"SELECT i.* FROM {_ITEM} i WHERE i.id = %s", [review.item_id]))[0]
+        review.item = item_by_id(review.item_id)
         return review
+    return None
+
+
+def item_by_id(item_id: int) -> ReviewItem | None:
+    for item in ReviewItem.objects.raw(f"SELECT i.* FROM {_ITEM} i WHERE i.id = %s", [item_id]):
+        return item
+    return None
+
+
+def claim_of(*, item_id: int, annotator_id: int) -> Claim | None:
+    """The annotator's claim on the item, active or lapsed ((item, annotator) is unique)."""
+    for claim in Claim.objects.raw(f"SELECT c.* FROM {_CLAIM} c WHERE c.item_id = %s AND c.annotator_id = %s",
+                                   [item_id, annotator_id]):
+        return claim
     return None

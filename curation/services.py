@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
@@ -100,21 +100,33 @@ def held_claims(*, annotator, now=None) -> list[Claim]:
                                      expires_at__gt=now).select_related("item").order_by("claimed_at", "id"))
 
 
-@transaction.atomic
 def review_claim_next(*, annotator, stage: str) -> ReviewItem | None:
     """Claim the next item of `stage` for `annotator` (or return the one they already hold)."""
     if stage not in ReviewStage.values:
         raise CurationError(f"Unknown stage {stage!r}.")
     now = timezone.now()
+    # An item the annotator holds is theirs to resume: read it outside any transaction, so the
+    # resumption takes no lock (on SQLite an atomic block takes the database's write lock).
     held = queue.held_item(stage=stage, annotator_id=annotator.pk, now=now)
     if held is not None:
         return held
+    return _claim_next(annotator, stage, now)
+
+
+@transaction.atomic
+def _claim_next(annotator, stage: str, now) -> ReviewItem | None:
+    if not connection.features.has_select_for_update:
+        # SQLite: this transaction holds the write lock, so a claim the same annotator made in
+        # between (a double click) is visible now; resume it rather than take a second item.
+        held = queue.held_item(stage=stage, annotator_id=annotator.pk, now=now)
+        if held is not None:
+            return held
     tried: list[int] = []
     for _attempt in range(50):
         try:
-            # A savepoint per attempt: rolling it back releases the row lock on an item found full.
-            with transaction.atomic():
-                return _claim_one(annotator, stage, now, tried)
+            # No savepoint per attempt: an item found full was only read (and locked, until this
+            # transaction ends a few milliseconds later: it is full for every claimer anyway).
+            return _claim_one(annotator, stage, now, tried)
         except _ItemFull as full:
             tried.append(full.item_id)
     return None
@@ -202,12 +214,14 @@ def review_submit(*, annotator, item_id: int, verdict: str, reason_codes: list[s
         raise CurationError("A rejection needs at least one reason.")
     if OTHER in reason_codes and not comment:
         raise CurationError("Reason OTHER needs a comment saying what is wrong.")
-    if Review.objects.filter(item=item, annotator=annotator).exists():
+    # (item, annotator) is unique for claims: no ORDER BY needed. Submit deletes the claim and
+    # undo restores it, so an annotator holding a claim has no review of the item.
+    claim = next(iter(Claim.objects.filter(item=item, annotator=annotator)[:1]), None)
+    if claim is None and Review.objects.filter(item=item, annotator=annotator).exists():
         raise CurationError("You have already reviewed this item.")
     if item.state != ItemState.OPEN or item.excluded:
         raise CurationError("This item no longer takes reviews.")
     now = timezone.now()
-    claim = Claim.objects.filter(item=item, annotator=annotator).first()
     if claim is None:
         raise CurationError("Take the item from the queue before reviewing it.")
     if not claim.is_active(now) and item.review_count + _active_claims_of_others(item, annotator, now) >= item.required_reviews:
@@ -216,6 +230,7 @@ def review_submit(*, annotator, item_id: int, verdict: str, reason_codes: list[s
     before = _item_snapshot(item)
     review = Review.objects.create(item=item, annotator=annotator, verdict=verdict, reason_codes=reason_codes,
                                    comment=comment, created_at=now, updated_at=now)
+    review.claimed_at = claim.claimed_at  # not stored on the review: callers measure time spent
     claim.delete()
     item.review_count += 1
     if item.review_count >= item.required_reviews:

@@ -14,11 +14,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, has_role, role_required
 from curation import flags as flag_services
+from curation import queue as item_queue
 from curation import services
 from curation.exports import csv_stream
 from curation.forms import ResolveForm, ReviewForm, SkipForm
 from curation.guidelines import SKIP_REASONS
-from curation.models import AuditEvent, Claim, ItemState, ReviewItem, ReviewStage
+from curation.models import AuditEvent, ItemState, ReviewItem, ReviewStage
 from curation.present import item_context, stage_fragments
 from curation.state import describe
 from curation.stats import VERDICT_FIELDS, agreement_by_stage, verdict_table
@@ -58,8 +59,7 @@ def claim_next(request: HttpRequest, stage: str) -> HttpResponse:
 
 def _review_access(request: HttpRequest, item: ReviewItem):
     """(own review, claim) — or 403 when the user neither holds nor reviewed the item."""
-    # (item, annotator) is unique for claims and reviews: take the row without an ORDER BY.
-    claim = next(iter(Claim.objects.filter(item=item, annotator=request.user)[:1]), None)
+    claim = item_queue.claim_of(item_id=item.pk, annotator_id=request.user.pk)
     # Submitting deletes the claim and undo restores it, so a claim means no own review.
     own = None if claim else next(iter(item.reviews.filter(annotator=request.user).order_by()[:1]), None)
     if own is None and claim is None and not has_role(request.user, ADMIN):
@@ -70,7 +70,9 @@ def _review_access(request: HttpRequest, item: ReviewItem):
 @require_GET
 @role_required(ANNOTATOR)
 def review(request: HttpRequest, pk: int) -> HttpResponse:
-    item = get_object_or_404(ReviewItem, pk=pk)
+    item = item_queue.item_by_id(pk)  # plain SQL: the most frequent page of the product
+    if item is None:
+        raise Http404("No such review item.")
     own, claim = _review_access(request, item)
     last = services.last_review(annotator=request.user)
     ctx = item_context(item)

@@ -47,7 +47,7 @@ def test_env_list():
 
 def test_database_url_sqlite_relative_and_absolute(tmp_path):
     rel = database_from_url("sqlite:///var/db.sqlite3", tmp_path)
-    assert rel["ENGINE"] == "django.db.backends.sqlite3"
+    assert rel["ENGINE"] == "almita_web.sqlite"  # Django's SQLite backend, writers queued on a lock file
     assert rel["NAME"] == str(tmp_path / "var" / "db.sqlite3")
     assert rel["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
     absolute = database_from_url("sqlite:////tmp/x/almita.sqlite3", tmp_path)

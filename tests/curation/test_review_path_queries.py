@@ -1,0 +1,80 @@
+"""Query counts of the review path (claim-next, review page, submit, skip), pinned.
+
+These are the product's most frequent requests (bench/review.py, bench/review_http.py): a query
+more on any of them costs every verdict. The limits are the counts measured on Postgres and
+SQLite (the larger of the two: Postgres adds FOR UPDATE row locks, SQLite has none and needs
+none), with the session already in the cache and the flowgraph's SVG already drawn.
+"""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from curation import services
+from curation.lineage import reset_sync_throttle
+from curation.models import Claim, Review, ReviewStage
+from tests.conftest import PASSWORD
+from tests.curation.factories import build_lineage
+
+CLAIM_RESUME = 2  # user, held item (the session comes from the cache)
+# user, held item, then in a transaction: (SQLite: held item again,) gold share, candidate, others'
+# claims, claim upsert, audit (+ 2 savepoint statements in the test's transaction)
+CLAIM_NEW = 10
+PAGE = 7  # user, item, claim, last review, its item, flowgraph with procedure and intent, APIs
+SUBMIT = 22  # user, item; lock, claim, review, claim delete, item, audit, meta (+4 savepoints); CLAIM_NEW - 1
+SKIP = 19
+
+
+@pytest.fixture
+def annotator_client(client, personas):
+    for i in range(3):
+        build_lineage(conversations=1, seed=i)
+    services.items_sync()
+    client.login(username=personas["annotator"].username, password=PASSWORD)
+    client.get(reverse("curation:queue"))  # roles into the session
+    return client, personas["annotator"]
+
+
+def _claim(client) -> str:
+    resp = client.post(reverse("curation:claim_next", args=[ReviewStage.FLOWGRAPH]))
+    assert resp.status_code == 302 and "/curation/items/" in resp["Location"], resp
+    return resp["Location"]
+
+
+def test_claim_page_submit_query_counts(annotator_client, django_assert_max_num_queries):
+    client, user = annotator_client
+    reset_sync_throttle()
+    client.post(reverse("curation:claim_next", args=[ReviewStage.FLOWGRAPH]))  # items_sync ran: warm
+    Claim.objects.filter(annotator=user).delete()
+    with django_assert_max_num_queries(CLAIM_NEW):
+        url = _claim(client)
+    with django_assert_max_num_queries(CLAIM_RESUME):
+        assert _claim(client) == url
+    assert b"<svg" in client.get(url).content  # draws and stores the SVG
+    with django_assert_max_num_queries(PAGE):
+        page = client.get(url)
+    assert page.status_code == 200 and b"<svg" in page.content
+    with django_assert_max_num_queries(SUBMIT):
+        resp = client.post(url + "submit/", {"verdict": "accept", "comment": "", "flags": "[]"})
+    assert resp.status_code == 302 and resp["Location"] != url
+    assert Review.objects.filter(annotator=user).count() == 1
+    assert Claim.objects.filter(annotator=user).count() == 1  # the next item, claimed by the submit
+    following = resp["Location"]
+    assert b"<svg" in client.get(following).content
+    with django_assert_max_num_queries(PAGE):  # with a verdict to undo shown, as in steady use
+        assert b"undo-form" in client.get(following).content
+    with django_assert_max_num_queries(SKIP):
+        resp = client.post(following + "skip/", {"reason": "unsure"})
+    assert resp.status_code == 302
+
+
+def test_submit_without_flags_reads_no_graph(annotator_client, django_assert_max_num_queries):
+    """Flags are checked against the item's graph only when the verdict carries some."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client, _ = annotator_client
+    url = _claim(client)
+    with CaptureQueriesContext(connection) as ctx:
+        client.post(url + "submit/", {"verdict": "accept", "comment": "", "flags": "[]"})
+    assert not [q for q in ctx.captured_queries if "generation_flowgraph" in q["sql"]]

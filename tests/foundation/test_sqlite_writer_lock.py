@@ -1,0 +1,64 @@
+"""almita_web.sqlite: the outermost transaction holds the writer lock file until it ends."""
+import fcntl
+import threading
+import time
+
+import pytest
+from django.db import connection, transaction
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writer_lock_is_held_for_the_transaction_and_released_after():
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only")
+    connection.ensure_connection()
+    path = f"{connection.settings_dict['NAME']}-writer.lock"
+
+    def free() -> bool:
+        with open(path, "ab") as other:  # another open file: conflicts like another connection
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            fcntl.flock(other, fcntl.LOCK_UN)
+            return True
+
+    assert free()
+    with transaction.atomic():
+        assert not free()
+        with transaction.atomic():  # a savepoint takes nothing more
+            assert not free()
+        assert not free()
+    assert free()
+    with pytest.raises(ZeroDivisionError), transaction.atomic():
+        1 / 0
+    assert free()  # released on rollback too
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_second_writer_waits_for_the_first_and_starts_when_it_commits():
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only")
+    from django.contrib.auth.models import Group
+    from django.db import connections
+
+    order: list[str] = []
+    started = threading.Event()
+
+    def second():
+        started.wait(5)
+        with transaction.atomic():
+            order.append("second")
+            Group.objects.create(name="second")
+        connections.close_all()
+
+    th = threading.Thread(target=second)
+    th.start()
+    with transaction.atomic():
+        Group.objects.create(name="first")
+        started.set()
+        time.sleep(0.2)
+        order.append("first")
+    th.join(10)
+    assert order == ["first", "second"]
+    assert set(Group.objects.values_list("name", flat=True)) >= {"first", "second"}
