@@ -106,7 +106,7 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
     loads = json.loads
     qs = release_entries(release).annotate(slim=_SlimRow("data"), ctx=_ContextText("data")).values_list("slim", "ctx")
     prev_text, prev_ctx = "", []
-    for text, ctx_text in _plain_rows(qs, chunk_size):
+    for text, ctx_text in plain_rows(qs, chunk_size):
         d = loads(text)
         if ctx_text is not None:
             n = len(prev_text)
@@ -133,7 +133,7 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
         yield d
 
 
-def _plain_rows(qs, chunk_size: int) -> Iterator[tuple]:
+def plain_rows(qs, chunk_size: int) -> Iterator[tuple]:
     """The queryset's rows as the database cursor returns them (text columns need no converter),
     without the ORM's per-row iterator; a server-side cursor on PostgreSQL, as .iterator() uses
     (Django declares it WITH HOLD outside a transaction)."""

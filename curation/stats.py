@@ -5,16 +5,20 @@ they never reveal a verdict to someone who could still review the item.
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from datetime import timedelta
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, Q
 from django.utils import timezone
 
 from curation.agreement_stats import agreement_by_stage, agreement_for_stage  # noqa: F401  (aggregated in SQL)
 from curation.annotation_models import Flag, flags_text
+from curation.exports import plain_rows
 from curation.models import Claim, ItemState, Review, ReviewItem, ReviewStage, Skip, Verdict
 from curation.state import Effective, effective_q
 
@@ -115,14 +119,23 @@ def verdict_table(*, stage: str | None = None, chunk_size: int = 2000) -> Iterat
     for review_id, *flag in Flag.objects.filter(review__in=_verdict_reviews(stage)).order_by(
             "review_id", "id").values_list("review_id", "kind", "target", "reason", "comment"):
         flags[review_id].append(flag)
-    rows = _verdict_reviews(stage).order_by("item_id", "id").values_list(
+    qs = _verdict_reviews(stage).order_by("item_id", "id").values_list(
         "id", "item_id", "item__stage", "item__object_id", "annotator__username", "verdict", "reason_codes",
-        "comment", "created_at", "item__state", "item__decision").iterator(chunk_size=chunk_size)
-    for pk, item_id, st, object_id, user, verdict, codes, comment, at, state, decision in rows:
+        "comment", "created_at", "item__state", "item__decision")
+    loads = json.loads
+    tz = connection.timezone
+    utc = tz.utcoffset(None) == timedelta(0)
+    # The cursor's own values (no per-row ORM converters): JSON arrives as text, and SQLite's
+    # timestamps naive in the connection's time zone (UTC unless configured), as Django reads them.
+    for pk, item_id, st, object_id, user, verdict, codes, comment, at, state, decision in plain_rows(qs, chunk_size):
+        if codes.__class__ is str:
+            codes = () if codes == "[]" else loads(codes)
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=tz) if utc else timezone.make_aware(at, tz)
+        at = at.isoformat()
         f = flags.get(pk)
-        yield (item_id, st, object_id, user, verdict, " ".join(codes or ()), comment, at.isoformat(), state,
-               decision, flags_text(SimpleNamespace(kind=k, target=t, reason=r, comment=c) for k, t, r, c in f)
-               if f else "")
+        yield (item_id, st, object_id, user, verdict, " ".join(codes or ()), comment, at, state, decision,
+               flags_text(SimpleNamespace(kind=k, target=t, reason=r, comment=c) for k, t, r, c in f) if f else "")
 
 
 def verdict_rows(*, stage: str | None = None) -> list[dict[str, Any]]:

@@ -134,6 +134,8 @@ def test_verdict_csv_guards_every_text_cell_and_matches_the_rows(client):
     assert mine == [[str(item.pk), "conversation", "99", "'-sneaky", "reject", "OTHER", "'=HYPERLINK(\"http://evil/\")",
                      review.created_at.isoformat(), "disagreement", "", "turn 0: OTHER (\t=1+1)"]]
     assert not any(c[:1] in "=+-@\t\r" and c for r in rows[1:] for c in r)
+    stamps = Review.objects.filter(item__state__in=COMPLETE, item__gold__isnull=True).order_by("item_id", "id")
+    assert [r[7] for r in rows[1:]] == [at.isoformat() for at in stamps.values_list("created_at", flat=True)]
     plain = [r for r in rows[1:] if r[0] != str(item.pk)]
     want = [[str(v) for v in row.values()] for row in verdict_rows() if row["item_id"] != item.pk]
     assert plain == want
