@@ -10,9 +10,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import time
 from typing import Any
 
 from django.core.cache import cache
+from django.db import transaction
 from django.template.loader import render_to_string
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
@@ -44,15 +46,45 @@ def _render(data: dict, highlight: list | None = None) -> tuple[str, str]:
         return "", f"The graph could not be drawn: {exc}"
 
 
+def _drawn(svg: str) -> bool:
+    return bool(svg) and "data-nodes=" in svg[:400]  # (drawings made before the node map are redrawn)
+
+
 def cached_svg(row: Flowgraph | ConversationGraph) -> dict[str, Any]:
-    if not row.svg or "data-nodes=" not in row.svg[:400]:  # drawn before the node map was added
-        svg, error = _render(row.data)
-        if error:
-            return {"svg": "", "error": error}
-        row.svg = svg
-        type(row).objects.filter(pk=row.pk).update(svg=svg)
+    if not _drawn(row.svg) and not _drawn_by_another(row):
+        try:
+            svg, error = _render(row.data)
+            if error:
+                return {"svg": "", "error": error}
+            row.svg = svg
+            with transaction.atomic():  # on SQLite: queued with the other writers (almita_web/sqlite)
+                type(row).objects.filter(pk=row.pk).update(svg=svg)
+        finally:
+            cache.delete(_drawing_key(row))
     prefix = f"{type(row)._meta.model_name[:2]}{row.pk}-"
     return {"svg": mark_safe(_scoped(row.svg, prefix)), "error": ""}
+
+
+def _drawing_key(row) -> str:
+    return f"curation:drawing:{row._meta.label_lower}:{row.pk}:{row.created_at.timestamp():.6f}"
+
+
+def _drawn_by_another(row, wait: float = 3.0) -> bool:
+    """True when another request is drawing `row` and stored its SVG within `wait` seconds.
+
+    The two annotators of an item usually open it within milliseconds of each other; without
+    this both ran Graphviz for its first view. The first to ask draws; the other reads the row.
+    """
+    if cache.add(_drawing_key(row), 1, timeout=30):
+        return False  # ours to draw
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        time.sleep(0.005)
+        svg = type(row).objects.filter(pk=row.pk).values_list("svg", flat=True).first() or ""
+        if _drawn(svg):
+            row.svg = svg
+            return True
+    return False  # the other request failed or is slow: draw it here
 
 
 @functools.lru_cache(maxsize=256)

@@ -31,13 +31,17 @@ def _ts(value: datetime):
 
 
 def candidates(*, stage: str, annotator_id: int, now: datetime, exclude_ids: Sequence[int] = (),
-               limit: int | None = None, lock: str = "", gold_only: bool = False):
+               limit: int | None = None, lock: str = "", gold_only: bool = False, only_id: int | None = None):
     """Items `annotator_id` may claim now, best first (a RawQuerySet of ReviewItem).
 
     ``lock``: "" (read only), "skip_locked" or "wait" — FOR UPDATE where the database has it
     (SQLite has none and needs none: its IMMEDIATE transactions already hold the write lock).
+    ``only_id``: is this one item still a candidate (checked again under the lock before claiming)?
     """
     where, params = _candidate_where(stage=stage, annotator_id=annotator_id, now=now, exclude_ids=exclude_ids)
+    if only_id is not None:
+        where += " AND i.id = %s"
+        params.append(only_id)
     if gold_only:  # the few gold items of the stage (a small table), so this stays cheap
         where += f" AND i.id IN (SELECT g.item_id FROM {_GOLD} g)"
     sql = f"SELECT i.* FROM {_ITEM} i WHERE {where} ORDER BY i.has_warnings DESC, i.review_count DESC, i.id"

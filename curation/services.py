@@ -110,17 +110,41 @@ def review_claim_next(*, annotator, stage: str) -> ReviewItem | None:
     held = queue.held_item(stage=stage, annotator_id=annotator.pk, now=now)
     if held is not None:
         return held
-    return _claim_next(annotator, stage, now)
+    if connection.features.has_select_for_update:
+        return _claim_next(annotator, stage, now)
+    return _claim_next_sqlite(annotator, stage, now)
+
+
+def _claim_next_sqlite(annotator, stage: str, now) -> ReviewItem | None:
+    """SQLite: search outside the write lock (WAL readers run beside the writer), then hold it only
+    to check the item against the same rule again, by its id, and claim it."""
+    tried: list[int] = []
+    for _attempt in range(50):
+        pick = {"stage": stage, "annotator_id": annotator.pk, "now": now, "exclude_ids": tried}
+        item = None
+        share = queue.gold_share(stage=stage)
+        if share and _rng.random() < share:  # gold checks mixed in at their share of the open queue (#16)
+            item = queue.first_candidate(gold_only=True, **pick)
+        item = item or queue.first_candidate(**pick)
+        if item is None:
+            return None
+        with transaction.atomic():  # the write lock (BEGIN IMMEDIATE): no claim can happen meanwhile
+            held = queue.held_item(stage=stage, annotator_id=annotator.pk, now=now)
+            if held is not None:
+                return held  # this annotator's own claim made in between (a double click)
+            fresh = queue.first_candidate(stage=stage, annotator_id=annotator.pk, now=now, only_id=item.pk)
+            if fresh is None:  # taken, reviewed or excluded since the search
+                tried.append(item.pk)
+                continue
+            _claim_upsert(fresh, annotator, now)
+            _audit(annotator, AuditEvent.Action.CLAIM, fresh, _item_snapshot(fresh),
+                   {"expires_at": _claim_expiry(now).isoformat()})
+            return fresh
+    return None
 
 
 @transaction.atomic
 def _claim_next(annotator, stage: str, now) -> ReviewItem | None:
-    if not connection.features.has_select_for_update:
-        # SQLite: this transaction holds the write lock, so a claim the same annotator made in
-        # between (a double click) is visible now; resume it rather than take a second item.
-        held = queue.held_item(stage=stage, annotator_id=annotator.pk, now=now)
-        if held is not None:
-            return held
     tried: list[int] = []
     for _attempt in range(50):
         try:

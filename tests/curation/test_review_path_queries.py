@@ -78,3 +78,36 @@ def test_submit_without_flags_reads_no_graph(annotator_client, django_assert_max
     with CaptureQueriesContext(connection) as ctx:
         client.post(url + "submit/", {"verdict": "accept", "comment": "", "flags": "[]"})
     assert not [q for q in ctx.captured_queries if "generation_flowgraph" in q["sql"]]
+
+
+@pytest.mark.django_db(transaction=True)  # the other request writes from its own connection
+def test_first_view_waits_for_the_drawing_another_request_is_making(monkeypatch):
+    """Two annotators open a new item at once: Graphviz runs for one of them only."""
+    import threading
+
+    from django.core.cache import cache
+    from django.db import connections
+
+    from curation import present
+
+    fg = build_lineage(conversations=1).flowgraph
+    fg.svg = ""
+    drawn = present._render(fg.data)[0]
+    assert cache.add(present._drawing_key(fg), 1, timeout=30)  # another request is drawing it
+
+    def no_render(*args, **kwargs):
+        raise AssertionError("drew it twice")
+
+    monkeypatch.setattr(present, "_render", no_render)
+    type(fg).objects.filter(pk=fg.pk).update(svg="")
+    def other_request_stores_it():
+        type(fg).objects.filter(pk=fg.pk).update(svg=drawn)
+        connections.close_all()
+
+    timer = threading.Timer(0.05, other_request_stores_it)
+    timer.start()
+    try:
+        out = present.cached_svg(fg)
+    finally:
+        timer.join()
+    assert out["error"] == "" and "data-nodes=" in out["svg"]

@@ -62,3 +62,21 @@ def test_a_second_writer_waits_for_the_first_and_starts_when_it_commits():
     th.join(10)
     assert order == ["first", "second"]
     assert set(Group.objects.values_list("name", flat=True)) >= {"first", "second"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_writer_gives_up_after_the_busy_timeout(monkeypatch):
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only")
+    from django.db import OperationalError
+
+    connection.ensure_connection()
+    monkeypatch.setitem(connection.settings_dict["OPTIONS"], "timeout", 0.1)
+    with open(f"{connection.settings_dict['NAME']}-writer.lock", "ab") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # another writer that does not let go
+        start = time.monotonic()
+        with pytest.raises(OperationalError, match="database is locked"), transaction.atomic():
+            pass
+        assert 0.1 <= time.monotonic() - start < 2
+    with transaction.atomic():  # free again
+        pass
