@@ -53,6 +53,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves /static/ from the app itself when DEBUG is off (gunicorn has no static file server);
+    # compressed and cache-friendly, so no separate web server is needed in front of it.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -101,6 +104,8 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+# WhiteNoise finds files where the static finders do, so a deployment needs no collectstatic step.
+WHITENOISE_USE_FINDERS = True
 
 # One cache all server processes share: a conversation's path-highlighted SVG costs a Graphviz
 # run, and a per-process memory cache would redo it in every worker. Files under VAR_DIR need no

@@ -58,13 +58,15 @@ def candidates(*, stage: str, annotator_id: int, now: datetime, exclude_ids: Seq
 
 def _candidate_where(*, stage: str, annotator_id: int, now: datetime, exclude_ids: Sequence[int] = ()):
     ts = _ts(now)
-    params: list = [stage, ItemState.OPEN, annotator_id, annotator_id, annotator_id, ts, ts]
+    # "i.excluded = %s" rather than "NOT i.excluded": SQLite matches only the former against the
+    # queue index's third column, so with NOT it sorted every open item of the stage.
+    params: list = [stage, ItemState.OPEN, False, annotator_id, annotator_id, annotator_id, ts, ts]
     not_in = ""
     if exclude_ids:
         not_in = f" AND i.id NOT IN ({', '.join(['%s'] * len(exclude_ids))})"
         params += list(exclude_ids)
     where = (
-        "i.stage = %s AND i.state = %s AND NOT i.excluded"
+        "i.stage = %s AND i.state = %s AND i.excluded = %s"
         f" AND NOT EXISTS (SELECT 1 FROM {_REVIEW} r WHERE r.item_id = i.id AND r.annotator_id = %s)"
         f" AND NOT EXISTS (SELECT 1 FROM {_SKIP} s WHERE s.item_id = i.id AND s.annotator_id = %s)"
         f" AND NOT EXISTS (SELECT 1 FROM {_CLAIM} c WHERE c.item_id = i.id AND c.annotator_id = %s"

@@ -26,3 +26,39 @@ def test_compose_and_dockerfile_start_gunicorn_with_it():
     cmd = [line for line in (REPO / "Dockerfile").read_text().splitlines() if line.startswith("CMD")]
     assert cmd == ['CMD ["gunicorn", "almita_web.wsgi:application", "--config", "gunicorn.conf.py"]']
     assert "gunicorn.conf.py" in (REPO / "bench" / "review_http_run.py").read_text()
+
+
+def test_the_production_server_serves_static_files(tmp_path):
+    """gunicorn as deployed (DEBUG off) answers /static/ itself: the pages' CSS and JS load."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "DEBUG": "false", "SECRET_KEY": "static-test-key", "WEB_WORKERS": "1",
+           "WEB_THREADS": "2", "WEB_BIND": f"127.0.0.1:{port}",
+           "DATABASE_URL": f"sqlite:///{tmp_path}/static.sqlite3"}
+    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+    proc = subprocess.Popen([gunicorn, "almita_web.wsgi:application", "--config", "gunicorn.conf.py"],
+                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/css/app.css", timeout=5) as r:
+                    body, ctype = r.read(), r.headers["Content-Type"]
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+                assert time.monotonic() < deadline, "gunicorn did not answer within 30 s"
+                time.sleep(0.2)
+        assert ctype.startswith("text/css")
+        assert body == (REPO / "static" / "css" / "app.css").read_bytes()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
