@@ -6,6 +6,7 @@ endpoint), so `manage.py runserver` works on a fresh clone with nothing configur
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -106,6 +107,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 # WhiteNoise finds files where the static finders do, so a deployment needs no collectstatic step.
 WHITENOISE_USE_FINDERS = True
+# It also serves STATIC_ROOT when collectstatic has filled it; until then it would warn at every start.
+warnings.filterwarnings("ignore", message="No directory at: ", category=UserWarning)
 
 # One cache all server processes share: a conversation's path-highlighted SVG costs a Graphviz
 # run, and a per-process memory cache would redo it in every worker. Files under VAR_DIR need no
