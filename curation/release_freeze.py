@@ -36,13 +36,9 @@ from generation.models import Api, Conversation, ConversationGraph, Flowgraph, P
 CHUNK = 500  # conversations per hash batch (release_verify reads records back per batch)
 NO_NOISE = "none"
 
-# Compact JSON, sorted keys, non-ASCII kept: byte for byte what releases.canonical hashes, from a
-# C encoder built once (json.dumps builds one per call, which dominated for small values).
-_encode = _ENCODE
-
-
-def canonical_text(data: Any) -> str:
-    return _encode(data)
+# Compact JSON, sorted keys, non-ASCII kept (what releases.canonical hashes), from a C encoder
+# built once: json.dumps builds one per call, which dominated for small values.
+canonical_text = _ENCODE
 
 
 TEST_KEYS = sorted(("test_id", "conversation_id", "position", "intent", "procedure", "apis", "context", "expected",
@@ -134,9 +130,10 @@ class _Pieces:
             proc = self.lineage["procs"][pid]
             intent = proc.intent
             got = self.proc[pid] = {
-                "intent": _encode({"id": intent.pk, "client": intent.client, "issue": intent.issue, "name": intent.name}),
-                "procedure": _encode({"id": proc.pk, "title": proc.title, "text": proc.text}),
-                "apis": _encode(self.lineage["apis"][pid]),
+                "intent": canonical_text({"id": intent.pk, "client": intent.client, "issue": intent.issue,
+                                          "name": intent.name}),
+                "procedure": canonical_text({"id": proc.pk, "title": proc.title, "text": proc.text}),
+                "apis": canonical_text(self.lineage["apis"][pid]),
             }
         return got
 
@@ -182,11 +179,12 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
         shared = pieces.of_procedure(pid)
         noise_list = list(noise_kinds or [])
         fixed = {
-            "conversation_id": str(cid), "conversation_mode": _encode(mode), "noise_kinds": _encode(noise_list),
-            "path_id": _encode(path.pk if path else None),
-            "path_node_ids": _encode(list(path.node_ids) if path else []),
-            "conversation_graph_id": _encode(cg.pk if cg else None),
-            "flowgraph_id": _encode(cg.flowgraph_id if cg else None), **shared,
+            "conversation_id": str(cid), "conversation_mode": canonical_text(mode),
+            "noise_kinds": canonical_text(noise_list),
+            "path_id": canonical_text(path.pk if path else None),
+            "path_node_ids": canonical_text(list(path.node_ids) if path else []),
+            "conversation_graph_id": canonical_text(cg.pk if cg else None),
+            "flowgraph_id": canonical_text(cg.flowgraph_id if cg else None), **shared,
         }
         intent_d, proc_d = json.loads(shared["intent"]), json.loads(shared["procedure"])
         path_d = {"path_id": path.pk if path else None, "path_node_ids": list(path.node_ids) if path else [],
@@ -200,9 +198,9 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
                    "expected_action": action, "noise_kinds": noise_list, "conversation_mode": mode, **path_d,
                    "job_id": job}
             line = csv_line(row)  # also leaves the context's canonical JSON in csv_line.context
-            ctx_text, exp_text, pos = csv_line.context, _encode(expected), str(position)
+            ctx_text, exp_text, pos = csv_line.context, canonical_text(expected), str(position)
             parts = {**fixed, "test_id": str(t_pk), "position": pos, "context": ctx_text, "expected": exp_text,
-                     "expected_action": _encode(action), "job_id": "null" if job is None else str(job)}
+                     "expected_action": canonical_text(action), "job_id": "null" if job is None else str(job)}
             text = "{" + ",".join([f'"{k}":{parts[k]}' for k in TEST_KEYS]) + "}"
             digest.update(text.encode())
             digest.update(b"\n")

@@ -9,7 +9,6 @@ updated after :func:`release_create` returns, so reviewing items later cannot ch
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -20,11 +19,10 @@ from django.utils import timezone
 import webhooks
 from almita_web.bounds import json_ids
 from curation.gold import gold_tests_q
-from curation.models import Release, ReleaseKind, ReleaseRecord, ReleaseTest, ReviewStage
+from curation.models import Release, ReleaseKind, ReviewStage
 from curation.release_card import release_card, release_manifest
-from curation.release_freeze import CHUNK, NO_NOISE, freeze
-from generation.imports import record_id
-from generation.models import Conversation, CurationStatus, Intent, Procedure, Test
+from curation.release_freeze import CHUNK, NO_NOISE, canonical_text, freeze
+from generation.models import CurationStatus, Test
 
 LICENCES = ("CC-BY-4.0", "CC-BY-SA-4.0", "CC0-1.0", "CC-BY-NC-4.0", "proprietary")
 FILTER_KEYS = ("jobs", "stages", "intents", "noise_kinds")
@@ -118,31 +116,8 @@ def _json_contains_supported() -> bool:
 
 
 def canonical(data: Any) -> bytes:
-    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def test_data(test: Test, conv: Conversation, proc: Procedure, intent: Intent, apis: list[dict]) -> dict[str, Any]:
-    """The self-contained frozen row evaluation and the exports read."""
-    path = conv.path
-    cg = path.conversation_graph if path else None
-    return {
-        "test_id": test.pk,
-        "conversation_id": conv.pk,
-        "position": test.position,
-        "intent": {"id": intent.pk, "client": intent.client, "issue": intent.issue, "name": intent.name},
-        "procedure": {"id": proc.pk, "title": proc.title, "text": proc.text},
-        "apis": apis,
-        "context": test.context,
-        "expected": test.expected,
-        "expected_action": test.action,
-        "noise_kinds": list(conv.noise_kinds or []),
-        "conversation_mode": conv.mode,
-        "path_id": path.pk if path else None,
-        "path_node_ids": list(path.node_ids) if path else [],
-        "conversation_graph_id": cg.pk if cg else None,
-        "flowgraph_id": cg.flowgraph_id if cg else None,
-        "job_id": test.job_id or conv.job_id,
-    }
+    """Compact JSON with sorted keys, non-ASCII kept: the bytes the content hash covers."""
+    return canonical_text(data).encode()
 
 
 @transaction.atomic

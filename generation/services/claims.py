@@ -82,11 +82,8 @@ def item_claim(job_id: int, stage: str, key: str, delivery: str) -> bool:
                 "id", "owner", "delivery", "claimed_at").first()
             if row is None:
                 continue  # released in between: insert again
-            if row["owner"] == me:
-                stale = True  # this process holds it and (per _active) no thread is running it
-            else:
-                stale = claim_stale(row, item, delivery)
-            if not stale:
+            # Our own row is stale: `_active` (checked above) says no thread of ours is running it.
+            if row["owner"] != me and not claim_stale(row, item, delivery):
                 return False
             won = bool(ItemClaim.objects.filter(pk=row["id"], owner=row["owner"], delivery=row["delivery"]).update(
                 owner=me, delivery=delivery, claimed_at=timezone.now()))

@@ -111,3 +111,22 @@ def test_first_view_waits_for_the_drawing_another_request_is_making(monkeypatch)
     finally:
         timer.join()
     assert out["error"] == "" and "data-nodes=" in out["svg"]
+
+
+@pytest.mark.django_db
+def test_claim_candidates_are_read_in_queue_index_order_on_sqlite(personas):
+    """The candidate query walks reviewitem_queue_order instead of sorting the stage's open items
+    (with ``NOT i.excluded`` SQLite could not match the index's third column and sorted them all)."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from curation.queue import candidates
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the query plan is checked on SQLite; Postgres plans by its statistics")
+    query = candidates(stage=ReviewStage.CONVERSATION, annotator_id=personas["annotator"].pk,
+                       now=timezone.now(), limit=1).query
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN QUERY PLAN " + query.sql, query.params)
+        plan = " | ".join(str(row[-1]) for row in cursor.fetchall())
+    assert "reviewitem_queue_order" in plan and "TEMP B-TREE FOR ORDER BY" not in plan, plan

@@ -12,12 +12,37 @@ from django.test.utils import CaptureQueriesContext
 from curation.csv_render import CsvLineMaker
 from curation.models import ReleaseKind, ReleaseTest
 from curation.release_freeze import canonical_text
-from curation.releases import canonical, release_create, release_verify, test_data as row_of
+from curation.releases import canonical, release_create, release_verify
 from generation.imports import api_row_to_dict, conversation_record
 from generation.models import Conversation, CurationStatus, Test
 from tests.curation.factories import build_lineage
 
 pytestmark = pytest.mark.django_db
+
+
+def row_of(test, conv, proc, intent, apis: list[dict]) -> dict:
+    """The self-contained row evaluation and the exports read, built per test from live objects the way
+    releases were frozen before the set-based freezing: the oracle the frozen rows are compared with."""
+    path = conv.path
+    cg = path.conversation_graph if path else None
+    return {
+        "test_id": test.pk,
+        "conversation_id": conv.pk,
+        "position": test.position,
+        "intent": {"id": intent.pk, "client": intent.client, "issue": intent.issue, "name": intent.name},
+        "procedure": {"id": proc.pk, "title": proc.title, "text": proc.text},
+        "apis": apis,
+        "context": test.context,
+        "expected": test.expected,
+        "expected_action": test.action,
+        "noise_kinds": list(conv.noise_kinds or []),
+        "conversation_mode": conv.mode,
+        "path_id": path.pk if path else None,
+        "path_node_ids": list(path.node_ids) if path else [],
+        "conversation_graph_id": cg.pk if cg else None,
+        "flowgraph_id": cg.flowgraph_id if cg else None,
+        "job_id": test.job_id or conv.job_id,
+    }
 
 
 def canonical_json(data):

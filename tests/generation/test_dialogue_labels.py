@@ -30,11 +30,15 @@ def test_generated_tests_and_turns_carry_their_actions(settings, fake_openai):
     assert {t.action for t in tests if t.expected_type == "api_call"} == {"call"}
     for conv in Conversation.objects.filter(job=job):
         assert conv.turn_actions == label_turns(conv.messages) and len(conv.turn_actions) == len(conv.messages)
-    t = tests[0]
-    data = releases.test_data(t, t.conversation, t.conversation.procedure, t.conversation.procedure.intent, [])
-    assert data["expected_action"] == t.action
-    row = next(csv.reader(io.StringIO(CsvLineMaker()(data))))
-    assert CSV_COLUMNS[-1] == "expected_action" and row[-1] == t.action and len(row) == len(CSV_COLUMNS)
+    release = releases.release_create(name="actions", kind="automatic")
+    entries = list(release.entries.all())
+    assert entries
+    for entry in entries:
+        action = Test.objects.get(pk=entry.test_id).action
+        assert entry.data["expected_action"] == action
+        row = next(csv.reader(io.StringIO(entry.csv_line)))
+        assert CSV_COLUMNS[-1] == "expected_action" and row[-1] == action and len(row) == len(CSV_COLUMNS)
+        assert entry.csv_line == CsvLineMaker()(entry.data)
 
 
 def test_review_turns_show_the_action_escaped():
