@@ -6,6 +6,8 @@ calls it (throttled); the demo loader and jobs may call it directly.
 
 The cascade is a recomputation, not a diff: an artifact's status follows from its own decision and
 its ancestors' decisions, so reversing a decision and recomputing restores the earlier statuses.
+It descends only below artifacts that start or stop excluding their descendants (the statuses
+further down follow from that alone), so a consensus accept costs a few queries, not a subtree.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ STAGE_MODELS: dict[str, type[models.Model]] = {
     ReviewStage.CONVERSATION: Conversation,
 }
 STAGE_ORDER = list(STAGE_MODELS)
+_STOPS = (CurationStatus.REJECTED, CurationStatus.EXCLUDED)  # statuses that exclude the descendants
 ADJUDICATION = "adjudication"
 STRICT = "strict"
 
@@ -143,6 +146,9 @@ def _recompute(stage: str, ids: list[int], blocked: bool, summary: Counter, acto
     if not ids:
         return
     model = STAGE_MODELS[stage]
+    # Whether each artifact stopped its descendants before this recomputation (rejected or
+    # excluded): when that does not change, the descendants' statuses cannot change either.
+    stopped_before = set(model.objects.filter(pk__in=ids, status__in=_STOPS).values_list("pk", flat=True))
     decisions = dict(
         ReviewItem.objects.filter(stage=stage, object_id__in=ids, state=ItemState.DECIDED)
         .values_list("object_id", "decision")
@@ -172,9 +178,12 @@ def _recompute(stage: str, ids: list[int], blocked: bool, summary: Counter, acto
             _set_status(Test, Test.objects.filter(conversation_id__in=group), test_status, summary)
     _items_set_excluded(stage, ids, blocked, summary, actor)
     stopped = set(ids) if blocked else set(groups[CurationStatus.REJECTED])
-    for child_stage, child_ids in _children(stage, [i for i in ids if i in stopped]):
+    # Only the subtrees whose parent changed between stopping and not stopping are recomputed:
+    # accepting a pending item (the usual consensus) touches nothing below it.
+    flipped = [i for i in ids if (i in stopped) != (i in stopped_before)]
+    for child_stage, child_ids in _children(stage, [i for i in flipped if i in stopped]):
         _recompute(child_stage, child_ids, True, summary, actor)
-    for child_stage, child_ids in _children(stage, [i for i in ids if i not in stopped]):
+    for child_stage, child_ids in _children(stage, [i for i in flipped if i not in stopped]):
         _recompute(child_stage, child_ids, False, summary, actor)
 
 

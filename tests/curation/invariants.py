@@ -11,10 +11,10 @@ from collections import Counter, defaultdict
 from django.utils import timezone
 
 from curation import queue, services
-from curation.lineage import ancestors
+from curation.lineage import STAGE_MODELS, ancestors
 from curation.models import Claim, ItemState, Release, Review, ReviewItem, ReviewStage, Verdict
 from curation.state import Effective, effective_of
-from generation.models import Conversation, CurationStatus, Test
+from generation.models import CurationStatus, Test
 
 STATUS_OF = {Effective.ACCEPTED: CurationStatus.ACCEPTED, Effective.REJECTED: CurationStatus.REJECTED,
              Effective.EXCLUDED: CurationStatus.EXCLUDED, Effective.OPEN: CurationStatus.PENDING,
@@ -101,10 +101,14 @@ def check_all(annotators, release: Release | None = None) -> None:
 
     # Artifact statuses follow the items' effective state; curated tests are exactly the tests of
     # accepted, non-excluded conversations.
+    # Every stage is checked: the cascade only descends below artifacts whose exclusion of their
+    # descendants changed, so a status it failed to reach would show up here.
+    for stage, model in STAGE_MODELS.items():
+        for oid, status in model.objects.values_list("pk", "status"):
+            item = by_target.get((stage, oid))
+            if item is not None:
+                assert status == STATUS_OF[effective_of(item)], (stage, oid, status, effective_of(item))
     conv_items = {i.object_id: i for i in items.values() if i.stage == ReviewStage.CONVERSATION}
-    for conv_id, status in Conversation.objects.values_list("pk", "status"):
-        if conv_id in conv_items:
-            assert status == STATUS_OF[effective_of(conv_items[conv_id])], (conv_id, status)
     accepted_convs = {cid for cid, i in conv_items.items() if effective_of(i) == Effective.ACCEPTED}
     accepted_tests = set(Test.objects.filter(conversation_id__in=accepted_convs).values_list("pk", flat=True))
     assert set(services.curated_tests().values_list("pk", flat=True)) == accepted_tests
