@@ -80,3 +80,44 @@ def test_a_writer_gives_up_after_the_busy_timeout(monkeypatch):
         assert 0.1 <= time.monotonic() - start < 2
     with transaction.atomic():  # free again
         pass
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_thread_of_the_same_process_waits_on_the_process_lock_and_times_out_there(monkeypatch):
+    """Threads of one process queue on a threading.Lock (no polling); its wait obeys the busy timeout."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only")
+    from django.db import OperationalError, connections
+
+    holding, done = threading.Event(), threading.Event()
+    outcome: list[str] = []
+
+    def holder():
+        with transaction.atomic():
+            holding.set()
+            done.wait(5)
+        connections.close_all()
+
+    def waiter():
+        holding.wait(5)
+        connections["default"].ensure_connection()
+        monkeypatch.setitem(connections["default"].settings_dict["OPTIONS"], "timeout", 0.1)
+        start = time.monotonic()
+        try:
+            with transaction.atomic():
+                outcome.append("entered")
+        except OperationalError as exc:
+            outcome.append(f"{exc} after {time.monotonic() - start:.2f}")
+        finally:
+            connections.close_all()
+
+    th1, th2 = threading.Thread(target=holder), threading.Thread(target=waiter)
+    th1.start()
+    th2.start()
+    th2.join(10)
+    done.set()
+    th1.join(10)
+    assert len(outcome) == 1 and outcome[0].startswith("database is locked"), outcome
+    assert 0.1 <= float(outcome[0].rsplit(" ", 1)[1]) < 2
+    with transaction.atomic():  # both locks free again
+        pass
