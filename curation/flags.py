@@ -13,7 +13,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from curation import services
+from curation import hot_sql, services
 from curation.annotation_models import Flag, FlagKind, ReviewMeta, flags_text  # noqa: F401
 from curation.guidelines import OTHER, current_guide, reason_code_set
 from curation.lineage import artifact_for
@@ -148,7 +148,7 @@ def review_submit_flagged(*, annotator, item_id: int, verdict: str, reason_codes
     seconds = None
     if review.claimed_at is not None:  # when the claim the verdict closed was taken
         seconds = max(0, int((timezone.now() - review.claimed_at).total_seconds()))
-    ReviewMeta.objects.create(review=review, seconds=seconds, guideline_version=current_guide(review.item.stage)[1])
+    hot_sql.insert(ReviewMeta, review=review.pk, seconds=seconds, guideline_version=current_guide(review.item.stage)[1])
     return review
 
 

@@ -147,10 +147,21 @@ def last_review(*, annotator_id: int) -> Review | None:
     return None
 
 
-def item_by_id(item_id: int) -> ReviewItem | None:
-    for item in ReviewItem.objects.raw(f"SELECT i.* FROM {_ITEM} i WHERE i.id = %s", [item_id]):
+def item_by_id(item_id: int, lock: bool = False) -> ReviewItem | None:
+    """The item; ``lock``: with its row lock (FOR UPDATE where the database has row locks)."""
+    sql = f"SELECT i.* FROM {_ITEM} i WHERE i.id = %s"
+    if lock and connection.features.has_select_for_update:
+        sql += " FOR UPDATE"
+    for item in ReviewItem.objects.raw(sql, [item_id]):
         return item
     return None
+
+
+def verdicts_of(*, item_id: int) -> set[str]:
+    """The distinct verdicts submitted on the item."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT DISTINCT verdict FROM {_REVIEW} WHERE item_id = %s", [item_id])
+        return {row[0] for row in cursor.fetchall()}
 
 
 def claim_of(*, item_id: int, annotator_id: int) -> Claim | None:

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 import webhooks
 from almita_web.roles import ADJUDICATOR, ADMIN, RESEARCHER, user_roles
-from curation import queue
+from curation import hot_sql, queue
 from curation.guidelines import OTHER, SKIP_REASONS, reason_code_set
 from curation.lineage import (  # noqa: F401  (re-exported for other apps)
     STAGE_MODELS,
@@ -54,7 +54,8 @@ def _claim_expiry(now):
 
 
 def _audit(actor, action: str, item: ReviewItem | None, before: dict | None = None, after: dict | None = None) -> None:
-    AuditEvent.objects.create(actor=actor, action=action, item=item, before=before or {}, after=after or {})
+    hot_sql.insert(AuditEvent, actor=getattr(actor, "pk", None), action=action, item=getattr(item, "pk", None),
+                   before=before or {}, after=after or {}, at=timezone.now())
 
 
 def _item_snapshot(item: ReviewItem) -> dict[str, Any]:
@@ -67,10 +68,10 @@ def _review_snapshot(review: Review) -> dict[str, Any]:
 
 
 def _lock_item(item_id: int) -> ReviewItem:
-    try:
-        return ReviewItem.objects.select_for_update().get(pk=item_id)
-    except ReviewItem.DoesNotExist:
-        raise CurationError("No such review item.") from None
+    item = queue.item_by_id(item_id, lock=True)
+    if item is None:
+        raise CurationError("No such review item.")
+    return item
 
 
 def _active_claims_of_others(item: ReviewItem, annotator, now) -> int:
@@ -196,29 +197,27 @@ def _claim_one(annotator, stage: str, now, tried: list[int]) -> ReviewItem | Non
 
 def _claim_upsert(item: ReviewItem, annotator, now) -> None:
     """Insert the claim, or renew the annotator's own lapsed claim on the item (one statement)."""
-    Claim.objects.bulk_create(
-        [Claim(item=item, annotator=annotator, claimed_at=now, expires_at=_claim_expiry(now))],
-        update_conflicts=True, unique_fields=["item", "annotator"], update_fields=["claimed_at", "expires_at"],
-    )
+    hot_sql.upsert_claim(Claim, item_id=item.pk, annotator_id=annotator.pk, claimed_at=now, expires_at=_claim_expiry(now))
 
 
 def _conclude(item: ReviewItem, actor) -> None:
     """All required reviews are in: decide, or send to adjudication (item lock held)."""
-    verdicts = set(item.reviews.values_list("verdict", flat=True))
+    verdicts = queue.verdicts_of(item_id=item.pk)
     if len(verdicts) == 1:
         _decide(item, verdicts.pop(), actor)
     elif policy_for(item.stage) == STRICT:
         _decide(item, Verdict.REJECT, actor)
     else:
         item.state = ItemState.DISAGREEMENT
-        item.save(update_fields=["state", "review_count"])
+        hot_sql.update(ReviewItem, item.pk, state=item.state, review_count=item.review_count)
 
 
 def _decide(item: ReviewItem, decision: str, actor) -> None:
     item.state = ItemState.DECIDED
     item.decision = decision
     item.decided_at = timezone.now()
-    item.save(update_fields=["state", "decision", "decided_at", "review_count"])
+    hot_sql.update(ReviewItem, item.pk, state=item.state, decision=decision, decided_at=item.decided_at,
+                   review_count=item.review_count)
     changes = cascade_apply(item, actor)
     _audit(actor, AuditEvent.Action.CASCADE, item, {}, {"decision": decision, "changed": changes})
 
@@ -240,7 +239,7 @@ def review_submit(*, annotator, item_id: int, verdict: str, reason_codes: list[s
         raise CurationError("Reason OTHER needs a comment saying what is wrong.")
     # (item, annotator) is unique for claims: no ORDER BY needed. Submit deletes the claim and
     # undo restores it, so an annotator holding a claim has no review of the item.
-    claim = next(iter(Claim.objects.filter(item=item, annotator=annotator)[:1]), None)
+    claim = queue.claim_of(item_id=item.pk, annotator_id=annotator.pk)
     if claim is None and Review.objects.filter(item=item, annotator=annotator).exists():
         raise CurationError("You have already reviewed this item.")
     if item.state != ItemState.OPEN or item.excluded:
@@ -252,19 +251,22 @@ def review_submit(*, annotator, item_id: int, verdict: str, reason_codes: list[s
         claim.delete()
         raise CurationError("Your claim on this item expired and other annotators took it.")
     before = _item_snapshot(item)
-    review = Review.objects.create(item=item, annotator=annotator, verdict=verdict, reason_codes=reason_codes,
-                                   comment=comment, created_at=now, updated_at=now)
+    review = Review(item=item, annotator=annotator, verdict=verdict, reason_codes=reason_codes, comment=comment,
+                    created_at=now, updated_at=now)
+    review.pk = hot_sql.insert(Review, item=item.pk, annotator=annotator.pk, verdict=verdict,
+                               reason_codes=reason_codes, comment=comment, created_at=now, updated_at=now)
+    review._state.adding = False
     review.claimed_at = claim.claimed_at  # not stored on the review: callers measure time spent
-    claim.delete()
+    hot_sql.delete(Claim, id=claim.pk)
     item.review_count += 1
     if item.review_count >= item.required_reviews:
         # Every review is in: any other claim on the item (a lapsed one) is moot now.
-        Claim.objects.filter(item=item).delete()
+        hot_sql.delete(Claim, item=item.pk)
         _conclude(item, annotator)
         webhooks.emit("item.fully_reviewed", item_id=item.pk, stage=item.stage, object_id=item.object_id,
                       state=item.state, decision=item.decision)
     else:
-        item.save(update_fields=["review_count"])
+        hot_sql.update(ReviewItem, item.pk, review_count=item.review_count)
     _audit(annotator, AuditEvent.Action.VERDICT, item, before, {**_item_snapshot(item), **_review_snapshot(review)})
     return review
 
