@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import connection, models, transaction
 
 from curation.models import AuditEvent, Claim, ItemState, ReviewItem, ReviewStage, Verdict
 from generation.models import (
@@ -37,6 +37,7 @@ STAGE_MODELS: dict[str, type[models.Model]] = {
     ReviewStage.CONVERSATION: Conversation,
 }
 STAGE_ORDER = list(STAGE_MODELS)
+_ITEMS = ReviewItem._meta.db_table
 _STOPS = (CurationStatus.REJECTED, CurationStatus.EXCLUDED)  # statuses that exclude the descendants
 ADJUDICATION = "adjudication"
 STRICT = "strict"
@@ -106,12 +107,35 @@ def ancestors(stage: str, object_id: int) -> list[tuple[str, int]]:
     return out
 
 
+def _ancestor_sql(stage: str) -> tuple[str, list[tuple[str, str]]]:
+    """FROM clause for one artifact `a` of `stage`, and its reviewable ancestors' (stage, id column)."""
+    fg, cg, path = Flowgraph._meta.db_table, ConversationGraph._meta.db_table, SampledPath._meta.db_table
+    if stage == ReviewStage.FLOWGRAPH:
+        return f"{fg} a", [(ReviewStage.PROCEDURE, "a.procedure_id")]
+    if stage == ReviewStage.CONVERSATION_GRAPH:
+        return (f"{cg} a JOIN {fg} f ON f.id = a.flowgraph_id",
+                [(ReviewStage.PROCEDURE, "f.procedure_id"), (ReviewStage.FLOWGRAPH, "a.flowgraph_id")])
+    return (f"{Conversation._meta.db_table} a LEFT JOIN {path} p ON p.id = a.path_id"
+            f" LEFT JOIN {cg} g ON g.id = p.conversation_graph_id",
+            [(ReviewStage.PROCEDURE, "a.procedure_id"), (ReviewStage.FLOWGRAPH, "g.flowgraph_id"),
+             (ReviewStage.CONVERSATION_GRAPH, "p.conversation_graph_id")])
+
+
 def blocked_above(stage: str, object_id: int) -> bool:
-    """True when a reviewable ancestor has been rejected."""
-    q = models.Q(pk__in=[])
-    for s, oid in ancestors(stage, object_id):
-        q |= models.Q(stage=s, object_id=oid)
-    return ReviewItem.objects.filter(q, state=ItemState.DECIDED, decision=Verdict.REJECT).exists()
+    """True when a reviewable ancestor has been rejected (one query: an index probe per ancestor)."""
+    if stage == ReviewStage.PROCEDURE:
+        return False
+    source, ups = _ancestor_sql(stage)
+    probes = " OR ".join(
+        f"EXISTS (SELECT 1 FROM {_ITEMS} r WHERE r.stage = %s AND r.object_id = {col}"
+        " AND r.state = %s AND r.decision = %s)" for _s, col in ups)
+    params: list = []
+    for s, _col in ups:
+        params += [s, ItemState.DECIDED, Verdict.REJECT]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {probes} FROM {source} WHERE a.id = %s", params + [object_id])
+        row = cursor.fetchone()
+    return bool(row and row[0])
 
 
 # --------------------------------------------------------------------------- cascade
@@ -136,8 +160,16 @@ def _children(stage: str, ids: list[int]) -> list[tuple[str, list[int]]]:
     return []
 
 
-def _set_status(model, qs, status: str, summary: Counter) -> None:
-    changed = qs.exclude(status=status).update(status=status)
+def _in(ids) -> str:
+    return "(" + ", ".join(["%s"] * len(ids)) + ")"
+
+
+def _set_status(model, column: str, ids: list[int], status: str, summary: Counter) -> None:
+    """status = `status` on the rows whose `column` is in `ids` (plain SQL: on every conclusion)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {model._meta.db_table} SET status = %s WHERE {column} IN {_in(ids)} AND status <> %s",
+                       [status, *ids, status])
+        changed = cursor.rowcount
     if changed:
         summary[f"{model._meta.model_name}:{status}"] += changed
 
@@ -148,11 +180,13 @@ def _recompute(stage: str, ids: list[int], blocked: bool, summary: Counter, acto
     model = STAGE_MODELS[stage]
     # Whether each artifact stopped its descendants before this recomputation (rejected or
     # excluded): when that does not change, the descendants' statuses cannot change either.
-    stopped_before = set(model.objects.filter(pk__in=ids, status__in=_STOPS).values_list("pk", flat=True))
-    decisions = dict(
-        ReviewItem.objects.filter(stage=stage, object_id__in=ids, state=ItemState.DECIDED)
-        .values_list("object_id", "decision")
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM {model._meta.db_table} WHERE id IN {_in(ids)} AND status IN (%s, %s)",
+                       [*ids, *_STOPS])
+        stopped_before = {row[0] for row in cursor.fetchall()}
+        cursor.execute(f"SELECT object_id, decision FROM {_ITEMS} WHERE stage = %s AND object_id IN {_in(ids)}"
+                       " AND state = %s", [stage, *ids, ItemState.DECIDED])
+        decisions = dict(cursor.fetchall())
     if blocked:
         groups = {CurationStatus.EXCLUDED: ids}
     else:
@@ -164,18 +198,18 @@ def _recompute(stage: str, ids: list[int], blocked: bool, summary: Counter, acto
     for status, group in groups.items():
         if not group:
             continue
-        _set_status(model, model.objects.filter(pk__in=group), status, summary)
+        _set_status(model, "id", group, status, summary)
         if stage == ReviewStage.PROCEDURE:
             # The APIs are reviewed together with their procedure and share its status.
-            _set_status(Api, Api.objects.filter(procedure_id__in=group), status, summary)
+            _set_status(Api, "procedure_id", group, status, summary)
         if stage == ReviewStage.CONVERSATION_GRAPH:
             path_status = CurationStatus.PENDING if status in (CurationStatus.ACCEPTED, CurationStatus.PENDING) else CurationStatus.EXCLUDED
-            _set_status(SampledPath, SampledPath.objects.filter(conversation_graph_id__in=group), path_status, summary)
+            _set_status(SampledPath, "conversation_graph_id", group, path_status, summary)
         if stage == ReviewStage.CONVERSATION:
             # The tests of an accepted conversation count as curated.
             test_status = {CurationStatus.ACCEPTED: CurationStatus.ACCEPTED, CurationStatus.PENDING: CurationStatus.PENDING}.get(
                 status, CurationStatus.EXCLUDED)
-            _set_status(Test, Test.objects.filter(conversation_id__in=group), test_status, summary)
+            _set_status(Test, "conversation_id", group, test_status, summary)
     _items_set_excluded(stage, ids, blocked, summary, actor)
     stopped = set(ids) if blocked else set(groups[CurationStatus.REJECTED])
     # Only the subtrees whose parent changed between stopping and not stopping are recomputed:
@@ -194,8 +228,10 @@ def _items_set_excluded(stage: str, ids: list[int], blocked: bool, summary: Coun
     out of curation. The workflow columns (state, decision, reviews) stay as they are: restoring
     puts the item back in the queue or on the adjudication list exactly where it was.
     """
-    changing = list(ReviewItem.objects.filter(stage=stage, object_id__in=ids).exclude(excluded=blocked)
-                    .values_list("pk", "state", "decision", "review_count"))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id, state, decision, review_count FROM {_ITEMS} WHERE stage = %s"
+                       f" AND object_id IN {_in(ids)} AND excluded <> %s", [stage, *ids, blocked])
+        changing = cursor.fetchall()
     if not changing:
         return
     pks = [row[0] for row in changing]

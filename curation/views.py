@@ -97,7 +97,9 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @role_required(ANNOTATOR)
 def submit(request: HttpRequest, pk: int) -> HttpResponse:
-    item = get_object_or_404(ReviewItem, pk=pk)
+    item = item_queue.item_by_id(pk)
+    if item is None:
+        raise Http404("No such review item.")
     form = ReviewForm(request.POST, stage=item.stage)
     if not form.is_valid():
         for field, errors in form.errors.items():

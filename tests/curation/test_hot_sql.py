@@ -64,3 +64,35 @@ def test_nothing_listens_to_the_signals_these_writes_skip():
     for model in (AuditEvent, Review, ReviewMeta, Claim, ReviewItem):
         for signal in (signals.pre_save, signals.post_save, signals.pre_delete, signals.post_delete):
             assert not signal.has_listeners(model), (model.__name__, signal)
+
+
+def test_blocked_above_matches_the_ancestor_definition_for_every_stage_and_decision():
+    """lineage.blocked_above (one plain query) agrees with lineage.ancestors (the ORM walk)."""
+    from itertools import product
+
+    from curation.lineage import ancestors, blocked_above, items_sync
+    from curation.models import ItemState, Verdict
+    from generation.models import Conversation
+    from tests.curation.factories import build_lineage
+
+    build_lineage(conversations=3)  # so that ids of different tables differ in the lineage under test
+    lin = build_lineage(conversations=1, seed=1)
+    direct = Conversation.objects.create(procedure=lin.procedure, messages=[{"role": "user", "content": "hi"}])
+    items_sync()
+    targets = [(ReviewStage.PROCEDURE, lin.procedure.pk), (ReviewStage.FLOWGRAPH, lin.flowgraph.pk),
+               (ReviewStage.CONVERSATION_GRAPH, lin.conversation_graph.pk), (ReviewStage.CONVERSATION, lin.conversations[0].pk),
+               (ReviewStage.CONVERSATION, direct.pk)]
+    items = {t: ReviewItem.objects.get(stage=t[0], object_id=t[1]) for t in targets}
+    ups = [ReviewStage.PROCEDURE, ReviewStage.FLOWGRAPH, ReviewStage.CONVERSATION_GRAPH]
+    for decisions in product([None, Verdict.ACCEPT, Verdict.REJECT], repeat=3):
+        for stage, decision in zip(ups, decisions):
+            item = next(i for (s, _o), i in items.items() if s == stage)
+            state = ItemState.OPEN if decision is None else ItemState.DECIDED
+            ReviewItem.objects.filter(pk=item.pk).update(state=state, decision=decision or "",
+                                                         decided_at=timezone.now() if decision else None)
+        rejected = {(i.stage, i.object_id) for i in ReviewItem.objects.filter(state=ItemState.DECIDED,
+                                                                               decision=Verdict.REJECT)}
+        for stage, oid in targets:
+            want = any(a in rejected for a in ancestors(stage, oid))
+            assert blocked_above(stage, oid) == want, (decisions, stage, oid)
+    assert blocked_above(ReviewStage.FLOWGRAPH, 10**9) is False  # no such artifact
