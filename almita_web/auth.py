@@ -11,6 +11,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend as _ModelBackend
 from django.core.exceptions import ValidationError
 
+from almita_web.rows import fetch_one
+
 
 class ModelBackend(_ModelBackend):
     _sql = ""
@@ -24,6 +26,5 @@ class ModelBackend(_ModelBackend):
         if not self._sql:
             meta = user_model._meta
             self._sql = f"SELECT * FROM {meta.db_table} WHERE {meta.pk.column} = %s"
-        for user in user_model._default_manager.raw(self._sql, [pk]):
-            return user if self.user_can_authenticate(user) else None
-        return None
+        user = fetch_one(user_model, self._sql, [pk])
+        return user if user is not None and self.user_can_authenticate(user) else None

@@ -19,6 +19,7 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from almita_web.rows import fetch
 from curation.guidelines import current_guide, human_codes, reason_codes, rule_codes
 from curation.lineage import artifact_for
 from curation.models import ReviewItem, ReviewStage
@@ -138,7 +139,7 @@ def _turns(messages: list, cg_data: dict | None, path_nodes: list) -> list[dict[
 def _apis(procedure: Procedure) -> list[Api]:
     # Plain SQL, like curation.queue: on every review page, and the ORM spent a millisecond compiling it.
     sql = f"SELECT * FROM {Api._meta.db_table} WHERE procedure_id = %s ORDER BY name, id"
-    return list(Api.objects.raw(sql, [procedure.pk]))
+    return fetch(Api, sql, [procedure.pk])
 
 
 def turns_with_actions(messages: list, actions: list | None) -> list:

@@ -17,6 +17,8 @@ from datetime import datetime
 
 from django.db import connection
 
+from almita_web.rows import fetch_one
+
 from curation.models import Claim, ItemState, Review, ReviewItem, Skip
 
 _ITEM = ReviewItem._meta.db_table
@@ -38,6 +40,13 @@ def candidates(*, stage: str, annotator_id: int, now: datetime, exclude_ids: Seq
     (SQLite has none and needs none: its IMMEDIATE transactions already hold the write lock).
     ``only_id``: is this one item still a candidate (checked again under the lock before claiming)?
     """
+    return ReviewItem.objects.raw(*_candidates_sql(stage=stage, annotator_id=annotator_id, now=now,
+                                                   exclude_ids=exclude_ids, limit=limit, lock=lock,
+                                                   gold_only=gold_only, only_id=only_id))
+
+
+def _candidates_sql(*, stage: str, annotator_id: int, now: datetime, exclude_ids: Sequence[int] = (),
+                    limit: int | None = None, lock: str = "", gold_only: bool = False, only_id: int | None = None):
     where, params = _candidate_where(stage=stage, annotator_id=annotator_id, now=now, exclude_ids=exclude_ids)
     if only_id is not None:
         where += " AND i.id = %s"
@@ -53,7 +62,7 @@ def candidates(*, stage: str, annotator_id: int, now: datetime, exclude_ids: Seq
             sql += " FOR UPDATE SKIP LOCKED"
         else:
             sql += " FOR UPDATE"
-    return ReviewItem.objects.raw(sql, params)
+    return sql, params
 
 
 def _candidate_where(*, stage: str, annotator_id: int, now: datetime, exclude_ids: Sequence[int] = ()):
@@ -94,9 +103,7 @@ def count_candidates(*, stage: str, annotator_id: int, now: datetime, cap: int |
 
 
 def first_candidate(**kwargs) -> ReviewItem | None:
-    for item in candidates(limit=1, **kwargs):
-        return item
-    return None
+    return fetch_one(ReviewItem, *_candidates_sql(limit=1, **kwargs))
 
 
 def gold_share(*, stage: str) -> float:
@@ -124,9 +131,7 @@ def held_item(*, stage: str, annotator_id: int, now: datetime) -> ReviewItem | N
         " WHERE c.annotator_id = %s AND c.expires_at > %s AND i.stage = %s AND i.state = %s"
         " AND NOT i.excluded ORDER BY c.claimed_at, c.id LIMIT 1"
     )
-    for item in ReviewItem.objects.raw(sql, [annotator_id, _ts(now), stage, ItemState.OPEN]):
-        return item
-    return None
+    return fetch_one(ReviewItem, sql, [annotator_id, _ts(now), stage, ItemState.OPEN])
 
 
 def active_claims_of_others(*, item_id: int, annotator_id: int, now: datetime) -> int:
@@ -141,10 +146,10 @@ def active_claims_of_others(*, item_id: int, annotator_id: int, now: datetime) -
 def last_review(*, annotator_id: int) -> Review | None:
     """The annotator's most recent review with its item attached (the undo button on every page)."""
     sql = f"SELECT r.* FROM {_REVIEW} r WHERE r.annotator_id = %s ORDER BY r.created_at DESC, r.id DESC LIMIT 1"
-    for review in Review.objects.raw(sql, [annotator_id]):
+    review = fetch_one(Review, sql, [annotator_id])
+    if review is not None:
         review.item = item_by_id(review.item_id)
-        return review
-    return None
+    return review
 
 
 def item_by_id(item_id: int, lock: bool = False) -> ReviewItem | None:
@@ -152,9 +157,7 @@ def item_by_id(item_id: int, lock: bool = False) -> ReviewItem | None:
     sql = f"SELECT i.* FROM {_ITEM} i WHERE i.id = %s"
     if lock and connection.features.has_select_for_update:
         sql += " FOR UPDATE"
-    for item in ReviewItem.objects.raw(sql, [item_id]):
-        return item
-    return None
+    return fetch_one(ReviewItem, sql, [item_id])
 
 
 def verdicts_of(*, item_id: int) -> set[str]:
@@ -166,7 +169,5 @@ def verdicts_of(*, item_id: int) -> set[str]:
 
 def claim_of(*, item_id: int, annotator_id: int) -> Claim | None:
     """The annotator's claim on the item, active or lapsed ((item, annotator) is unique)."""
-    for claim in Claim.objects.raw(f"SELECT c.* FROM {_CLAIM} c WHERE c.item_id = %s AND c.annotator_id = %s",
-                                   [item_id, annotator_id]):
-        return claim
-    return None
+    return fetch_one(Claim, f"SELECT c.* FROM {_CLAIM} c WHERE c.item_id = %s AND c.annotator_id = %s",
+                     [item_id, annotator_id])

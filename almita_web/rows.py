@@ -1,0 +1,66 @@
+"""Model instances from plain SQL, without RawQuerySet's per-query setup.
+
+``Model.objects.raw()`` resolves its columns, builds a compiler and its converters again for every
+query: on the review path's one-row lookups (the user on every request, the item, the claim) that
+took longer than running the query. ``fetch`` keeps that plan per connection, model and column
+list, converts values exactly as the ORM does (each backend's and field's converters: JSON,
+datetimes, booleans on SQLite) and builds instances with ``Model.from_db``, so they behave like
+ORM-loaded ones (columns not selected are deferred and load on first access).
+"""
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from django.db import connection
+from django.db.models import Model
+from django.db.models.base import DEFERRED
+
+M = TypeVar("M", bound=Model)
+
+
+def _plan(model: type[Model], names: tuple[str, ...]):
+    plans = connection.__dict__.setdefault("_almita_row_plans", {})
+    plan = plans.get((model, names))
+    if plan is None:
+        fields = model._meta.concrete_fields
+        position = {f.column: i for i, f in enumerate(fields)}
+        slots = [position[n] for n in names]  # an unknown column is a programming error
+        converters = []
+        for i, name in enumerate(names):
+            col = fields[position[name]].get_col(model._meta.db_table)
+            fns = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+            if fns:
+                converters.append((i, fns, col))
+        plan = plans[(model, names)] = (slots, converters, len(fields), [f.attname for f in fields])
+    return plan
+
+
+def fetch(model: type[M], sql: str, params: list[Any] | tuple = ()) -> list[M]:
+    """Run `sql` (selecting columns of `model`'s table) and return the rows as model instances."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        if not rows:
+            return []
+        names = tuple(col[0] for col in cursor.description)
+    slots, converters, width, attnames = _plan(model, names)
+    out = []
+    alias = connection.alias
+    for row in rows:
+        if converters:
+            row = list(row)
+            for i, fns, col in converters:
+                value = row[i]
+                for fn in fns:
+                    value = fn(value, col, connection)
+                row[i] = value
+        values = [DEFERRED] * width
+        for slot, value in zip(slots, row):
+            values[slot] = value
+        out.append(model.from_db(alias, attnames, values))
+    return out
+
+
+def fetch_one(model: type[M], sql: str, params: list[Any] | tuple = ()) -> M | None:
+    found = fetch(model, sql, params)
+    return found[0] if found else None
