@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, models, transaction
 
+from curation.artifact_rows import artifact_for  # noqa: F401  (re-exported)
 from curation.models import AuditEvent, Claim, ItemState, ReviewItem, ReviewStage, Verdict
 from generation.models import (
     Api,
@@ -56,32 +57,6 @@ def policy_for(stage: str) -> str:
     if policy not in (ADJUDICATION, STRICT):
         raise ValueError(f"CURATION_POLICIES[{stage!r}] = {policy!r}; use 'adjudication' or 'strict'")
     return policy
-
-
-def artifact_for(item: ReviewItem) -> models.Model | None:
-    """The item's artifact with the rows its page shows.
-
-    Graph data (large JSON) is deferred: pages draw the SVG cached on the row and read the data
-    only when that cache is empty, so most requests need not fetch and parse it. A deferred field
-    still loads on first access.
-    """
-    model = STAGE_MODELS[item.stage]
-    qs = model.objects.all()
-    if item.stage == ReviewStage.FLOWGRAPH:
-        qs = qs.select_related("procedure__intent").defer("data")
-    elif item.stage == ReviewStage.CONVERSATION_GRAPH:
-        qs = qs.select_related("flowgraph__procedure__intent").defer("data", "flowgraph__data")
-    elif item.stage == ReviewStage.CONVERSATION:
-        cg = "path__conversation_graph"
-        qs = qs.select_related(f"{cg}__flowgraph", "procedure__intent").defer(
-            f"{cg}__data", f"{cg}__svg", f"{cg}__text", f"{cg}__flowgraph__data", f"{cg}__flowgraph__svg",
-            f"{cg}__flowgraph__text")
-    else:
-        qs = qs.select_related("intent")
-    try:
-        return qs.get(pk=item.object_id)  # get(), not first(): no ORDER BY to compile for one row
-    except model.DoesNotExist:
-        return None
 
 
 def ancestors(stage: str, object_id: int) -> list[tuple[str, int]]:
