@@ -12,6 +12,7 @@ from typing import Any
 from generation import embeddings
 from generation.models import Api
 from generation.pipeline import api_graph as G
+from generation.pipeline.graphviz_env import dot_env
 from generation.pipeline.render import GraphvizMissing
 
 WORD_OVERLAP = "word overlap of descriptions"
@@ -63,7 +64,7 @@ def dot_to_svg(dot: str, timeout: float = 30.0) -> str:
     exe = shutil.which("dot")
     if exe is None:
         raise GraphvizMissing("Graphviz is not installed: the 'dot' program was not found on PATH.")
-    proc = subprocess.run([exe, "-Tsvg"], input=dot, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run([exe, "-Tsvg"], input=dot, capture_output=True, text=True, timeout=timeout, env=dot_env())
     if proc.returncode != 0:
         raise RuntimeError(f"dot failed: {proc.stderr.strip()[:500]}")
     return proc.stdout[proc.stdout.find("<svg"):]

@@ -18,6 +18,7 @@ from typing import Any
 import networkx as nx
 
 from .convert import breadth_first, flowgraph_root
+from .graphviz_env import dot_env
 
 # Paper Figures 2 and 3.
 FLOWGRAPH_COLOURS = {"start_message": "#1f77b4", "message": "#1f77b4", "api": "#000000",
@@ -121,7 +122,7 @@ def to_svg(g: nx.DiGraph, highlight_path: list[Any] | None = None, timeout: floa
         raise GraphvizMissing("Graphviz is not installed: the 'dot' program was not found on PATH. "
                               "Install it (Debian/Ubuntu: apt-get install graphviz) to render SVG.")
     proc = subprocess.run([exe, "-Tsvg"], input=to_dot(g, highlight_path, covered_edges), capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, env=dot_env())
     if proc.returncode != 0:
         raise RuntimeError(f"dot failed: {proc.stderr.strip()[:500]}")
     svg = proc.stdout
