@@ -141,8 +141,8 @@ def review_submit_flagged(*, annotator, item_id: int, verdict: str, reason_codes
         codes += [f["reason"] for f in clean if f["reason"] not in codes]
         if OTHER in codes and not comment.strip():
             comment = "; ".join(f"{f['kind']} {f['target']}: {f['comment']}" for f in clean if f["reason"] == OTHER)
-    review = services.review_submit(annotator=annotator, item_id=item_id, verdict=verdict, reason_codes=codes,
-                                    comment=comment)
+    review = services.review_submit_within(annotator=annotator, item_id=item_id, verdict=verdict,
+                                           reason_codes=codes, comment=comment)
     if clean:
         Flag.objects.bulk_create([Flag(review=review, **f) for f in clean])
     seconds = None

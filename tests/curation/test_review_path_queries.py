@@ -23,7 +23,7 @@ CLAIM_NEW = 10
 # user, item, claim, last review, its item, flowgraph, its procedure, the intent, APIs (the artifact's
 # rows are read by primary key in plain SQL: cheaper than compiling the one select_related query)
 PAGE = 9  # (8 when the annotator has no earlier verdict)
-SUBMIT = 22  # user, item; lock, claim, review, claim delete, item, audit, meta (+4 savepoints); CLAIM_NEW - 1
+SUBMIT = 20  # user, item; lock, claim, review, claim delete, item, audit, meta (+2 savepoints); CLAIM_NEW - 1
 SKIP = 19
 
 
