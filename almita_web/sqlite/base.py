@@ -7,8 +7,8 @@ transaction could cost the next one 25–100 ms of sleep, and newcomers overtook
 Here the outermost transaction first takes the process's writer lock for that database (a
 ``threading.Lock``: the threads of one process wait on it without polling and wake the moment it
 is released), then an exclusive ``flock`` on ``<database>-writer.lock``, which orders the
-processes: only the one thread per process at the head of its queue polls it, every 0.2–1 ms, so
-a writer starts within 1 ms of the lock freeing and waiting costs next to no CPU (with every
+processes: only the one thread per process at the head of its queue polls it, every 0.2–2 ms, so
+a writer starts within 2 ms of the lock freeing and waiting costs next to no CPU (with every
 waiting thread polling, 8 annotators' threads spent about a sixth of the server's CPU waking up).
 BEGIN IMMEDIATE then succeeds at once. Past the busy timeout (OPTIONS["timeout"]) it fails as
 SQLite would: "database is locked". Writes outside atomic blocks still meet SQLite's own lock and
@@ -68,7 +68,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
                     if time.monotonic() > deadline:
                         raise OperationalError("database is locked (another writer held it too long)") from None
                     time.sleep(delay)
-                    delay = min(delay * 2, 0.001)
+                    delay = min(delay * 2, 0.002)
                 else:
                     self._writer_locked = True
                     return
