@@ -168,10 +168,10 @@ def item_context(item: ReviewItem) -> dict[str, Any]:
                                 if isinstance(w, dict)]
     elif item.stage == ReviewStage.FLOWGRAPH:
         procedure = artifact.procedure
-        ctx["graphs"].append({"title": "Flowgraph", **cached_svg(artifact), "flaggable": True})
+        ctx["graphs"].append({"title": "Flowgraph", **cached_svg(artifact), "flaggable": True, "secondary": False})
     elif item.stage == ReviewStage.CONVERSATION_GRAPH:
         procedure = artifact.flowgraph.procedure
-        ctx["graphs"].append({"title": "Conversation graph", **cached_svg(artifact), "flaggable": True})
+        ctx["graphs"].append({"title": "Conversation graph", **cached_svg(artifact), "flaggable": True, "secondary": False})
         ctx["graphs"].append({"title": "Its flowgraph", **cached_svg(artifact.flowgraph), "secondary": True})
     else:
         procedure = artifact.procedure
