@@ -23,3 +23,14 @@ keepalive = 75  # seconds an idle connection stays open (longer than browsers ke
 timeout = 60  # a request still running after this long has its worker restarted
 graceful_timeout = 20
 accesslog = "-" if os.environ.get("WEB_ACCESS_LOG", "") == "1" else None
+
+
+def post_fork(server, worker):
+    """Hand the GIL between a worker's threads every 1 ms instead of Python's 5 ms: a thread that
+    holds SQLite's write lock and waits for the GIL keeps every other writer waiting. Measured
+    with bench/review_http.py on SQLite (quiet machine, three runs each, interleaved): submit p95
+    69-78 ms instead of 79-95 ms, the same CPU per verdict and throughput; no clear change on
+    Postgres. WEB_SWITCH_INTERVAL (seconds) overrides it."""
+    import sys
+
+    sys.setswitchinterval(float(os.environ.get("WEB_SWITCH_INTERVAL") or "0.001"))
