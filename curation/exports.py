@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from django.db import connections
 from django.db.models import Func, QuerySet, TextField
 from django.db.models.functions import Cast
 
@@ -23,6 +22,9 @@ from curation.csv_render import (  # noqa: F401  (re-exported: callers and tests
     formula_safe, guarded, spreadsheet_safe,
 )
 from curation.models import Release, ReleaseTest
+from curation.release_rows import (  # noqa: F401  (plain_rows: re-exported)
+    Pieces, csv_lines, json_texts, plain_rows, records, release_test_rows, whole,
+)
 
 JSONL_FILES = {
     "tests.jsonl": None,  # the frozen test rows themselves
@@ -51,14 +53,13 @@ def release_entries(release: Release) -> QuerySet[ReleaseTest]:
 
 
 def release_rows(release: Release, chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
-    """Frozen test rows, decoded."""
-    return release_entries(release).values_list("data", flat=True).iterator(chunk_size=chunk_size)
+    """Whole test rows, decoded (curation.release_rows.release_test_rows, whatever the storage format)."""
+    return (row for _pk, _conv, _pos, row in release_test_rows(release, chunk_size=chunk_size))
 
 
 def release_rows_raw(release: Release, chunk_size: int = 2000) -> Iterator[str]:
-    """Frozen test rows as the database's JSON text: no decode/encode round trip for JSONL."""
-    return release_entries(release).annotate(
-        raw=Cast("data", TextField())).values_list("raw", flat=True).iterator(chunk_size=chunk_size)
+    """Whole test rows as the database's JSON text: no decode/encode round trip for JSONL."""
+    return json_texts(release, chunk_size)
 
 
 class _SlimRow(Func):
@@ -95,7 +96,8 @@ class _ContextText(Func):
 
 
 def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
-    """Frozen test rows, decoded, equal to release_rows() but much cheaper per row.
+    """Frozen test rows, decoded, equal to release_rows() but much cheaper per row (format 1 rows;
+    format 2 rows are small already and get their procedure's values from the records).
 
     Rows come in conversation order, so a context is usually the previous one plus a few
     messages. When the previous context's text (without its closing bracket, followed by a
@@ -104,9 +106,11 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
     """
     procedures: dict[int, dict[str, Any]] = {}
     loads = json.loads
-    qs = release_entries(release).annotate(slim=_SlimRow("data"), ctx=_ContextText("data")).values_list("slim", "ctx")
+    pieces = Pieces(release)
+    qs = release_entries(release).annotate(slim=_SlimRow("data"), ctx=_ContextText("data")).values_list(
+        "procedure_id", "slim", "ctx")
     prev_text, prev_ctx = "", []
-    for text, ctx_text in plain_rows(qs, chunk_size):
+    for pid, text, ctx_text in plain_rows(qs, chunk_size):
         d = loads(text)
         if ctx_text is not None:
             n = len(prev_text)
@@ -118,6 +122,9 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
                 ctx = loads(ctx_text)
             d["context"] = ctx
             prev_text, prev_ctx = ctx_text, ctx
+        if pid is not None:  # format 2: the procedure's values come from its records
+            yield whole(d, pid, pieces)
+            continue
         proc = d["procedure"]
         if "apis" in d and "text" in proc:  # a database without JSON functions: already whole
             yield d
@@ -133,20 +140,8 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
         yield d
 
 
-def plain_rows(qs, chunk_size: int) -> Iterator[tuple]:
-    """The queryset's rows as the database cursor returns them (text columns need no converter),
-    without the ORM's per-row iterator; a server-side cursor on PostgreSQL, as .iterator() uses
-    (Django declares it WITH HOLD outside a transaction)."""
-    sql, params = qs.query.sql_with_params()
-    with connections[qs.db].chunked_cursor() as cursor:
-        cursor.execute(sql, params)
-        while rows := cursor.fetchmany(chunk_size):
-            yield from rows
-
-
 def release_records(release: Release, kinds: Iterable[str], chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
-    return release.records.filter(kind__in=list(kinds)).order_by("id").values_list(
-        "data", flat=True).iterator(chunk_size=chunk_size)
+    return records(release, kinds, chunk_size)
 
 
 # --- writers ------------------------------------------------------------------------------------
@@ -173,7 +168,7 @@ def jsonl_chunks(rows: Iterable[dict[str, Any] | str], batch: int = BATCH) -> It
 
 
 def release_csv_lines(release: Release, chunk_size: int = 2000) -> Iterator[str]:
-    return release_entries(release).values_list("csv_line", flat=True).iterator(chunk_size=chunk_size)
+    return csv_lines(release, chunk_size)
 
 
 def release_csv(release: Release) -> Iterator[str]:

@@ -189,6 +189,10 @@ class Release(models.Model):
     manifest = models.JSONField(default=dict)
     card = models.TextField(blank=True)
     licence = models.CharField(max_length=100, default="CC-BY-4.0")
+    # How the rows are stored (curation.release_rows): 1, every ReleaseTest row self-contained
+    # (releases made before format 2, and rows built by hand); 2, release_create's slim rows that
+    # name their procedure, whose intent, text and APIs the release's records hold once.
+    format = models.PositiveSmallIntegerField(default=1)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -208,6 +212,10 @@ class ReleaseTest(models.Model):
     test_id = models.PositiveBigIntegerField()
     conversation_id = models.PositiveBigIntegerField()
     position = models.PositiveIntegerField()
+    # NULL: `data` is the whole row and `csv_line` the whole CSV record. Set (format 2): `data`
+    # lacks "intent", "procedure" and "apis", and `csv_line` the six cells from intent_id to apis;
+    # both come back from this procedure's records (curation.release_rows splices them in).
+    procedure_id = models.PositiveBigIntegerField(null=True, blank=True)
     data = models.JSONField()
     # The test's ALMITA-style CSV record, rendered once when the release is made (releases never
     # change), so the CSV download streams stored text like the JSONL one instead of re-encoding.

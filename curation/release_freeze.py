@@ -25,13 +25,15 @@ from typing import Any
 
 from django.db import connection
 
-from curation.csv_render import _ENCODE, CsvLineMaker
+from curation.csv_render import _ENCODE, _cell
 from curation.models import Release, ReleaseRecord, ReleaseTest
+from curation.release_rows import plain_rows
 from generation.imports import (
     api_row_to_dict, conversation_graph_record, conversation_record, flowgraph_record, intent_record, path_record,
     procedure_record,
 )
 from generation.models import Api, Conversation, ConversationGraph, Flowgraph, Procedure, SampledPath
+from generation.pipeline.extract import format_api_call
 
 CHUNK = 500  # conversations per hash batch (release_verify reads records back per batch)
 NO_NOISE = "none"
@@ -39,17 +41,6 @@ NO_NOISE = "none"
 # Compact JSON, sorted keys, non-ASCII kept (what releases.canonical hashes), from a C encoder
 # built once: json.dumps builds one per call, which dominated for small values.
 canonical_text = _ENCODE
-
-
-TEST_KEYS = sorted(("test_id", "conversation_id", "position", "intent", "procedure", "apis", "context", "expected",
-                    "expected_action", "noise_kinds", "conversation_mode", "path_id", "path_node_ids",
-                    "conversation_graph_id", "flowgraph_id", "job_id"))
-
-
-def expected_of(kind: str, text: str, api_name: str, params: Any) -> dict[str, Any]:
-    if kind == "api_call":
-        return {"type": "api_call", "name": api_name, "parameters": params}
-    return {"type": "reply", "content": text}
 
 
 class _Insert:
@@ -77,6 +68,15 @@ class _Insert:
         self.pending.append(row)
         if len(self.pending) >= self.per_statement:
             self.flush()
+
+    def add_many(self, rows: list[tuple]) -> None:
+        """Rows in bulk: full statements now, the rest kept for the next flush."""
+        self.pending += rows
+        while len(self.pending) >= self.per_statement:
+            rest = self.pending[self.per_statement:]
+            self.pending = self.pending[:self.per_statement]
+            self.flush()
+            self.pending = rest
 
     def flush(self) -> None:
         if not self.pending:
@@ -117,42 +117,19 @@ def _lineage(tests_qs) -> dict[str, Any]:
     return {"paths": paths, "graphs": graphs, "flowgraphs": flowgraphs, "procs": procs, "apis": apis}
 
 
-class _Pieces:
-    """Encoded JSON values shared by many test rows (per procedure; per conversation)."""
-
-    def __init__(self, lineage: dict[str, Any]) -> None:
-        self.lineage = lineage
-        self.proc: dict[int, dict[str, str]] = {}
-
-    def of_procedure(self, pid: int) -> dict[str, str]:
-        got = self.proc.get(pid)
-        if got is None:
-            proc = self.lineage["procs"][pid]
-            intent = proc.intent
-            got = self.proc[pid] = {
-                "intent": canonical_text({"id": intent.pk, "client": intent.client, "issue": intent.issue,
-                                          "name": intent.name}),
-                "procedure": canonical_text({"id": proc.pk, "title": proc.title, "text": proc.text}),
-                "apis": canonical_text(self.lineage["apis"][pid]),
-            }
-        return got
-
-
 def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
-    """Write the release's ReleaseTest and ReleaseRecord rows; return the manifest's statistics."""
+    """Write the release's ReleaseTest (format 2) and ReleaseRecord rows; return the manifest's statistics."""
     lin = _lineage(tests_qs)
-    pieces = _Pieces(lin)
     procs, paths, graphs, flowgraphs, apis = lin["procs"], lin["paths"], lin["graphs"], lin["flowgraphs"], lin["apis"]
-    tests_out = _Insert(ReleaseTest, ["release_id", "test_id", "conversation_id", "position", "data", "csv_line"])
+    tests_out = _Insert(ReleaseTest, ["release_id", "test_id", "conversation_id", "position", "procedure_id", "data",
+                                      "csv_line"])
     records_out = _Insert(ReleaseRecord, ["release_id", "kind", "object_id", "data"])
-    conv_rows = Conversation.objects.filter(pk__in=tests_qs.order_by().values("conversation_id")).order_by(
-        "pk").values_list("pk", "procedure_id", "path_id", "noise_kinds", "mode", "job_id", "messages").iterator(
-        chunk_size=CHUNK)
-    test_rows = tests_qs.order_by("conversation_id", "position").values_list(
+    conv_rows = plain_rows(Conversation.objects.filter(pk__in=tests_qs.order_by().values("conversation_id")).order_by(
+        "pk").values_list("pk", "procedure_id", "path_id", "noise_kinds", "mode", "job_id", "messages"), CHUNK)
+    test_rows = plain_rows(tests_qs.order_by("conversation_id", "position").values_list(
         "pk", "conversation_id", "position", "context", "expected_type", "expected_text", "expected_api_name",
-        "expected_parameters", "action", "job_id").iterator(chunk_size=2000)
+        "expected_parameters", "action", "job_id"), 2000)
     seen: dict[str, set[int]] = defaultdict(set)
-    csv_line = CsvLineMaker()
     jobs: set[int] = set()
     counts: Counter = Counter()
     noise: Counter = Counter()
@@ -160,9 +137,14 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
     records: list[tuple[str, int, str]] = []
     rid = release.pk
     n_convs = 0
+    enc, update = _ENCODE, digest.update
+    expected: dict[tuple, tuple[str, str]] = {}  # (JSON, CSV cells) of recent expected outputs
+    actions: dict[str, tuple[str, str]] = {}
+    pending: list[tuple] = []
     for cid, group in groupby(test_rows, key=lambda r: r[1]):
-        c_pk, pid, path_id, noise_kinds, mode, conv_job, messages = next(conv_rows)
+        c_pk, pid, path_id, noise_raw, mode, conv_job, messages = next(conv_rows)
         assert c_pk == cid, (c_pk, cid)  # both streams are ordered by conversation id
+        noise_list = list(_json(noise_raw) or [])
         proc, path = procs[pid], paths.get(path_id)
         cg = graphs[path.conversation_graph_id] if path is not None else None
         lineage = [("intent", proc.intent, intent_record),
@@ -176,45 +158,52 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
                 records.append((kind, obj.pk, canonical_text(to_record(obj))))
                 if getattr(obj, "job_id", None):
                     jobs.add(obj.job_id)
-        shared = pieces.of_procedure(pid)
-        noise_list = list(noise_kinds or [])
-        fixed = {
-            "conversation_id": str(cid), "conversation_mode": canonical_text(mode),
-            "noise_kinds": canonical_text(noise_list),
-            "path_id": canonical_text(path.pk if path else None),
-            "path_node_ids": canonical_text(list(path.node_ids) if path else []),
-            "conversation_graph_id": canonical_text(cg.pk if cg else None),
-            "flowgraph_id": canonical_text(cg.flowgraph_id if cg else None), **shared,
-        }
-        intent_d, proc_d = json.loads(shared["intent"]), json.loads(shared["procedure"])
-        path_d = {"path_id": path.pk if path else None, "path_node_ids": list(path.node_ids) if path else [],
-                  "conversation_graph_id": cg.pk if cg else None, "flowgraph_id": cg.flowgraph_id if cg else None}
-        frozen_tests = []
-        for t_pk, _cid, position, context, etype, etext, ename, eparams, action, t_job in group:
-            expected = expected_of(etype, etext, ename, eparams)
+        nodes = list(path.node_ids) if path else []
+        noise_text, nodes_text = enc(noise_list), enc(nodes)
+        # The slim row's text around its per-test values (keys in canonical order, see release_rows).
+        fg = cg.flowgraph_id if cg else None
+        after_exp = f',"conversation_graph_id":{enc(cg.pk if cg else None)},"conversation_id":{cid},' \
+                    f'"conversation_mode":{enc(mode)},"expected":'
+        after_fg = f',"flowgraph_id":{enc(fg)},"job_id":'
+        after_pos = f',"noise_kinds":{noise_text},"path_id":{enc(path.pk if path else None)},' \
+                    f'"path_node_ids":{nodes_text},"position":'
+        csv_conv = ",".join((_cell(",".join(noise_list)) if noise_list else "", "" if fg is None else str(fg),
+                             "" if cg is None else str(cg.pk), _cell(" ".join(nodes)) if nodes else ""))
+        # Readers cut the slim text at its last ,"job_id": key (release_rows.splice_text): what
+        # follows it are numbers and these two lists, whose items are strings (the CSV record
+        # joins them: anything else fails here, as it did in format 1), so none can hold one.
+        ctx = _Context()
+        n_tests = 0
+        for t_pk, _cid, position, context_raw, etype, etext, ename, eparams_raw, action, t_job in group:
+            ctx_text, ctx_cell = ctx.next(context_raw)
+            key = (etype, etext, ename, eparams_raw)
+            exp = expected.get(key)
+            if exp is None:
+                exp = expected[key] = _expected(etype, etext, ename, eparams_raw)
+                if len(expected) > 10_000:
+                    expected.clear()
+            act = actions.get(action)
+            if act is None:
+                act = actions[action] = (enc(action), _cell(action or ""))
             job = t_job or conv_job
-            row = {"test_id": t_pk, "conversation_id": cid, "position": position, "intent": intent_d,
-                   "procedure": proc_d, "apis": apis[pid], "context": context, "expected": expected,
-                   "expected_action": action, "noise_kinds": noise_list, "conversation_mode": mode, **path_d,
-                   "job_id": job}
-            line = csv_line(row)  # also leaves the context's canonical JSON in csv_line.context
-            ctx_text, exp_text, pos = csv_line.context, canonical_text(expected), str(position)
-            parts = {**fixed, "test_id": str(t_pk), "position": pos, "context": ctx_text, "expected": exp_text,
-                     "expected_action": canonical_text(action), "job_id": "null" if job is None else str(job)}
-            text = "{" + ",".join([f'"{k}":{parts[k]}' for k in TEST_KEYS]) + "}"
-            digest.update(text.encode())
-            digest.update(b"\n")
-            tests_out.add((rid, t_pk, cid, position, text, line))
-            frozen_tests.append(f'{{"context":{ctx_text},"expected":{exp_text},"position":{pos}}}')
+            text = (f'{{"context":{ctx_text}{after_exp}{exp[0]},"expected_action":{act[0]}{after_fg}'
+                    f'{"null" if job is None else job}{after_pos}{position},"test_id":{t_pk}}}')
+            line = f"{t_pk},{cid},{position},{ctx_cell},{exp[1]},{csv_conv},{act[1]}"
+            # What the content hash covers of a test: every stored value that reaches an output.
+            update(f"{pid}\t{text}\t{len(line)}\t{line}\n".encode())
+            pending.append((rid, t_pk, cid, position, pid, text, line))
+            n_tests += 1
             expected_types[etype] += 1
-            counts["tests"] += 1
             if t_job:
                 jobs.add(t_job)
-        conv = SimpleNamespace(pk=cid, procedure_id=pid, path_id=path_id, mode=mode, messages=messages,
-                               noise_kinds=noise_kinds)
-        head = canonical_text(conversation_record(conv, []))  # "tests" sorts last: splice the tests in
-        assert head.endswith(',"tests":[]}')
-        records.append(("conversation", cid, head[:-3] + "[" + ",".join(frozen_tests) + "]}"))
+        if len(pending) >= tests_out.per_statement:
+            tests_out.add_many(pending)
+            pending = []
+        counts["tests"] += n_tests
+        conv = SimpleNamespace(pk=cid, procedure_id=pid, path_id=path_id, mode=mode, messages=_json(messages),
+                               noise_kinds=_json(noise_raw))
+        # Format 2: the record's "tests" stay empty; release_rows.records fills them from the rows.
+        records.append(("conversation", cid, canonical_text(conversation_record(conv, []))))
         seen["conversation"].add(cid)
         if conv_job:
             jobs.add(conv_job)
@@ -224,13 +213,71 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
             noise[NO_NOISE] += 1
         n_convs += 1
         if n_convs % CHUNK == 0:
+            tests_out.add_many(pending)
+            pending = []
             _flush_records(records, records_out, rid, digest, tests_out)
+    tests_out.add_many(pending)
     _flush_records(records, records_out, rid, digest, tests_out)
     for kind, ids in seen.items():
         counts[kind + "s"] = len(ids)
     counts["procedures_with_apis"] = sum(1 for pid in seen["procedure"] if apis.get(pid))
     return {"counts": dict(counts), "noise": dict(noise), "expected_types": dict(expected_types),
             "jobs": sorted(jobs)}
+
+
+def test_hash_line(pid: int | None, text: str, line: str) -> bytes:
+    """What the content hash covers of one format-2 test: every stored value that reaches an output
+    (the procedure it names, its JSON text, its CSV record, whose length keeps rows apart).
+    freeze() builds the same bytes inline."""
+    return f"{'' if pid is None else pid}\t{text}\t{len(line)}\t{line}\n".encode()
+
+
+_SCAN = json.JSONDecoder().scan_once  # the C scanner without json.loads's per-call checks
+
+
+def _json(raw: Any) -> Any:
+    """A JSON column's value from the raw cursor (text on every backend Django configures)."""
+    if isinstance(raw, str):
+        return _SCAN(raw.strip(), 0)[0] if raw else json.loads(raw)
+    return json.loads(raw) if isinstance(raw, bytes) else raw
+
+
+def _expected(etype: str, etext: str, ename: str, eparams_raw: Any) -> tuple[str, str]:
+    """A test's expected output as canonical JSON and as its four CSV cells (as CsvLineMaker)."""
+    if etype == "api_call":
+        params = _json(eparams_raw)
+        text = f'{{"name":{_ENCODE(ename)},"parameters":{_ENCODE(params)},"type":"api_call"}}'
+        params = params or {}
+        return text, f"api_call,{_cell(format_api_call(ename, params))},{_cell(ename)},{_cell(_ENCODE(params))}"
+    return f'{{"content":{_ENCODE(etext)},"type":"reply"}}', f"reply,{_cell(etext)},,"
+
+
+class _Context:
+    """One conversation's contexts, in position order: canonical JSON and its CSV cell.
+
+    Each context usually extends the previous one, and the database's text of it then starts with
+    the previous text (without its closing bracket) and a comma: only the new messages are
+    decoded and encoded, so every message costs once per conversation, not once per test.
+    """
+
+    def __init__(self) -> None:
+        self.raw, self.text, self.escaped = "", "[]", "[]"
+
+    def next(self, raw: Any) -> tuple[str, str]:
+        prev, n = self.raw, len(self.raw)
+        if isinstance(raw, str) and n > 2 and len(raw) > n and raw[n - 1] == "," and raw.startswith(prev[:-1]):
+            new = _SCAN("[" + raw[n:], 0)[0]
+            tail = "," + _ENCODE(new)[1:] if new else "]"
+            self.text = self.text[:-1] + tail
+            self.escaped = self.escaped[:-1] + tail.replace('"', '""')
+        elif raw != prev or not isinstance(raw, str):
+            self.text = _ENCODE(_json(raw))
+            self.escaped = self.text.replace('"', '""')
+        self.raw = raw if isinstance(raw, str) else ""
+        # A JSON array never starts a formula; it needs quotes once it holds a string or a comma.
+        if len(self.escaped) == len(self.text) and "," not in self.text:
+            return self.text, self.escaped
+        return self.text, '"' + self.escaped + '"'
 
 
 def _flush_records(records: list, records_out: _Insert, rid: int, digest, tests_out: _Insert) -> None:

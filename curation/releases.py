@@ -9,19 +9,21 @@ updated after :func:`release_create` returns, so reviewing items later cannot ch
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 import webhooks
 from almita_web.bounds import json_ids
 from curation.gold import gold_tests_q
-from curation.models import Release, ReleaseKind, ReviewStage
+from curation.models import Release, ReleaseKind, ReleaseTest, ReviewStage
 from curation.release_card import release_card, release_manifest
-from curation.release_freeze import CHUNK, NO_NOISE, canonical_text, freeze
+from curation.release_freeze import CHUNK, NO_NOISE, canonical_text, freeze, test_hash_line
+from curation.release_rows import raw_rows, records, release_test_rows
 from generation.models import CurationStatus, Test
 
 LICENCES = ("CC-BY-4.0", "CC-BY-SA-4.0", "CC0-1.0", "CC-BY-NC-4.0", "proprietary")
@@ -140,7 +142,7 @@ def release_create(*, name: str, kind: str = ReleaseKind.CURATED, filters: dict 
         with transaction.atomic():
             release = Release.objects.create(
                 name=name, version=version, kind=kind, filters=filters, created_by=created_by,
-                created_at=timezone.now(), content_hash="", manifest={}, licence=licence,
+                created_at=timezone.now(), content_hash="", manifest={}, licence=licence, format=2,
             )
     except IntegrityError:  # another release of this name took the version number first
         raise ReleaseError(f"'{name}' v{version} was just created by someone else; try again") from None
@@ -157,6 +159,8 @@ def release_create(*, name: str, kind: str = ReleaseKind.CURATED, filters: dict 
 
 def release_verify(release: Release) -> bool:
     """Recompute the content hash from the frozen rows: True when nothing changed."""
+    if release.format == 2:
+        return _verify_format2(release)
     digest = hashlib.sha256()
     conv_ids = list(release.entries.order_by().values_list("conversation_id", flat=True).distinct())
     conv_ids.sort()
@@ -175,6 +179,37 @@ def release_verify(release: Release) -> bool:
             digest.update(b"\n")
             if kind == "conversation" and oid == last:
                 break
+    return digest.hexdigest() == release.content_hash
+
+
+def _verify_format2(release: Release) -> bool:
+    """Format 2: per test, the procedure it names, its stored JSON (SQLite: the text as stored,
+    which the JSONL download sends; elsewhere its canonical text) and CSV record; after every
+    CHUNK conversations, that batch's records, in the order release_freeze wrote them."""
+    digest = hashlib.sha256()
+    update = digest.update
+    as_stored = connection.vendor == "sqlite"
+    table = connection.ops.quote_name(ReleaseTest._meta.db_table)
+    text_sql = "CAST(data AS TEXT)" if as_stored else "data::text"
+    tests = raw_rows(f"SELECT conversation_id, procedure_id, {text_sql}, csv_line FROM {table} "
+                     "WHERE release_id = %s ORDER BY conversation_id, position, id", [release.pk])
+    records = release.records.order_by("id").values_list("kind", "object_id", "data").iterator(chunk_size=2000)
+
+    def batch_records(last: int | None) -> None:
+        for kind, oid, data in records:
+            update(canonical([kind, data]))
+            update(b"\n")
+            if kind == "conversation" and oid == last:
+                return
+
+    n, last = 0, None
+    for cid, pid, text, line in tests:
+        if cid != last:
+            if n and n % CHUNK == 0:
+                batch_records(last)
+            n, last = n + 1, cid
+        update(test_hash_line(pid, text if as_stored else canonical_text(json.loads(text)), line))
+    batch_records(None)  # the last batch's records, and any record added since
     return digest.hexdigest() == release.content_hash
 
 
@@ -200,13 +235,12 @@ def release_find(ref: str) -> Release:
 
 
 def iter_entries(release: Release, chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
-    return release.entries.order_by("conversation_id", "position", "id").values_list(
-        "data", flat=True).iterator(chunk_size=chunk_size)
+    """Whole test rows in (conversation, position) order, whatever the release's format."""
+    return (row for *_ids, row in release_test_rows(release, chunk_size=chunk_size))
 
 
 def iter_records(release: Release, kinds: Iterable[str], chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
-    return release.records.filter(kind__in=list(kinds)).order_by("id").values_list(
-        "data", flat=True).iterator(chunk_size=chunk_size)
+    return records(release, kinds, chunk_size)
 
 
 __all__ = ["release_create", "release_verify", "release_find", "tests_for", "ReleaseError", "record_id"]

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from curation.csv_render import CsvLineMaker
 from curation.models import ReleaseKind, ReleaseTest
 from curation.release_freeze import canonical_text
-from curation.releases import canonical, release_create, release_verify
+from curation.releases import release_create, release_verify
 from generation.imports import api_row_to_dict, conversation_record
 from generation.models import Conversation, CurationStatus, Test
 from tests.curation.factories import build_lineage
@@ -62,25 +62,29 @@ def expected_rows(tests) -> list[dict]:
 
 
 def test_frozen_rows_equal_the_per_test_construction(researcher):
+    from curation.release_rows import PIECE_KEYS, csv_lines, records, release_test_rows
+
     build_lineage(conversations=3)
     build_lineage(conversations=2, seed=4)
     release = release_create(name="auto", kind=ReleaseKind.AUTOMATIC, created_by=researcher)
-    entries = list(release.entries.order_by("conversation_id", "position"))
     want = expected_rows(Test.objects.all())
-    assert [e.data for e in entries] == want
+    assert [row for *_ids, row in release_test_rows(release)] == want
     make = CsvLineMaker()
-    assert [e.csv_line for e in entries] == [make(d) for d in want]
-    # The stored JSON is the canonical text the hash covers (SQLite keeps it as written).
+    assert list(csv_lines(release)) == [make(d) for d in want]
+    # Format 2 stores the slim row (SQLite keeps the canonical text as written) and names its procedure.
+    entries = list(release.entries.order_by("conversation_id", "position"))
+    slim = [{k: v for k, v in d.items() if k not in PIECE_KEYS} for d in want]
+    assert [e.data for e in entries] == slim
+    assert [e.procedure_id for e in entries] == [d["procedure"]["id"] for d in want]
     if connection.vendor == "sqlite":
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT data FROM {ReleaseTest._meta.db_table} WHERE release_id = %s "
                            "ORDER BY conversation_id, position", [release.pk])
-            assert [r[0] for r in cursor.fetchall()] == [canonical_text(d) for d in want]
-    assert [canonical(e.data) for e in entries] == [canonical_text(d).encode() for d in want]
+            assert [r[0] for r in cursor.fetchall()] == [canonical_text(d) for d in slim]
     assert release_verify(release)
+    convs = {d["id"]: d for d in records(release, ["conversation"])}
     for conv in Conversation.objects.all():
-        record = release.records.get(kind="conversation", object_id=conv.pk).data
-        assert record == canonical_json(conversation_record(conv, [
+        assert convs[f"conversation-{conv.pk}"] == canonical_json(conversation_record(conv, [
             {"position": t.position, "context": t.context, "expected": t.expected}
             for t in conv.tests.order_by("position")]))
     kinds = dict(release.records.values_list("kind").annotate(n=Count("id")).order_by())
