@@ -214,8 +214,11 @@ class ReleaseTest(models.Model):
     position = models.PositiveIntegerField()
     # NULL: `data` is the whole row and `csv_line` the whole CSV record. Set (format 2): `data`
     # lacks "intent", "procedure" and "apis", and `csv_line` the six cells from intent_id to apis;
-    # both come back from this procedure's records (curation.release_rows splices them in).
+    # both come back from the release's records (curation.release_rows splices them in).
     procedure_id = models.PositiveBigIntegerField(null=True, blank=True)
+    # Set (format 2): the context is the first `context_len` messages of the release's record of
+    # the conversation, so `data` has no "context" and `csv_line` no context cell.
+    context_len = models.PositiveIntegerField(null=True, blank=True)
     data = models.JSONField()
     # The test's ALMITA-style CSV record, rendered once when the release is made (releases never
     # change), so the CSV download streams stored text like the JSONL one instead of re-encoding.

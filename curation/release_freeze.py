@@ -16,18 +16,15 @@ rows). The hash covers the same bytes in the same order as before, so release_ve
 """
 from __future__ import annotations
 
-import io
 import json
 from collections import Counter, defaultdict
 from itertools import groupby
 from types import SimpleNamespace
 from typing import Any
 
-from django.db import connection
-
 from curation.csv_render import _ENCODE, _cell
 from curation.models import Release, ReleaseRecord, ReleaseTest
-from curation.release_rows import plain_rows
+from curation.release_writer import Writer, copy_json, copy_line, copy_text
 from generation.imports import (
     api_row_to_dict, conversation_graph_record, conversation_record, flowgraph_record, intent_record, path_record,
     procedure_record,
@@ -36,69 +33,13 @@ from generation.models import Api, Conversation, ConversationGraph, Flowgraph, P
 from generation.pipeline.extract import format_api_call
 
 CHUNK = 500  # conversations per hash batch (release_verify reads records back per batch)
+FLUSH_ROWS = 5000  # tests per background write (and per read of the tests)
+NULL = "\\N"  # COPY's text format
 NO_NOISE = "none"
 
 # Compact JSON, sorted keys, non-ASCII kept (what releases.canonical hashes), from a C encoder
 # built once: json.dumps builds one per call, which dominated for small values.
 canonical_text = _ENCODE
-
-
-class _Insert:
-    """Pre-encoded rows written in bulk; JSON columns take the canonical text as it is.
-
-    PostgreSQL: COPY … FROM STDIN (one statement per flush, no SQL literal to parse for ~8 KB of
-    text per row). Other backends: multi-row INSERTs, as many rows as the parameter limit allows.
-    COPY goes through psycopg2's copy_expert, which Django's query log does not record.
-    """
-
-    def __init__(self, model, columns: list[str]) -> None:
-        self.table = connection.ops.quote_name(model._meta.db_table)
-        self.columns = columns
-        self.names = ", ".join(connection.ops.quote_name(c) for c in columns)
-        self.copy = connection.vendor == "postgresql"
-        self.row_sql = "(" + ", ".join("%s" for _ in columns) + ")"
-        fields = [model._meta.get_field(c) for c in columns]
-        # The backend's limit on parameters per statement (SQLite), at most 1,000 rows.
-        self.per_statement = max(1, min(1000, connection.ops.bulk_batch_size(fields, range(100_000))))
-        if self.copy:
-            self.per_statement = 5000
-        self.pending: list[tuple] = []
-
-    def add(self, row: tuple) -> None:
-        self.pending.append(row)
-        if len(self.pending) >= self.per_statement:
-            self.flush()
-
-    def add_many(self, rows: list[tuple]) -> None:
-        """Rows in bulk: full statements now, the rest kept for the next flush."""
-        self.pending += rows
-        while len(self.pending) >= self.per_statement:
-            rest = self.pending[self.per_statement:]
-            self.pending = self.pending[:self.per_statement]
-            self.flush()
-            self.pending = rest
-
-    def flush(self) -> None:
-        if not self.pending:
-            return
-        with connection.cursor() as cursor:
-            if self.copy:
-                buf = io.StringIO()
-                buf.writelines("\t".join(_copy_field(v) for v in row) + "\n" for row in self.pending)
-                buf.seek(0)
-                cursor.copy_expert(f"COPY {self.table} ({self.names}) FROM STDIN", buf)
-            else:
-                cursor.execute(f"INSERT INTO {self.table} ({self.names}) VALUES "
-                               + ", ".join([self.row_sql] * len(self.pending)),
-                               [v for row in self.pending for v in row])
-        self.pending = []
-
-
-def _copy_field(value: Any) -> str:
-    """One field of COPY's text format (no NULLs are written here)."""
-    if value.__class__ is not str:
-        return str(value)
-    return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
 def _lineage(tests_qs) -> dict[str, Any]:
@@ -120,15 +61,24 @@ def _lineage(tests_qs) -> dict[str, Any]:
 def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
     """Write the release's ReleaseTest (format 2) and ReleaseRecord rows; return the manifest's statistics."""
     lin = _lineage(tests_qs)
+    writer = Writer()
+    try:
+        return _freeze(release, tests_qs, digest, lin, writer)
+    finally:
+        writer.thread and writer.thread.join()  # never leave a write running on the connection
+
+
+def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Writer) -> dict[str, Any]:
     procs, paths, graphs, flowgraphs, apis = lin["procs"], lin["paths"], lin["graphs"], lin["flowgraphs"], lin["apis"]
-    tests_out = _Insert(ReleaseTest, ["release_id", "test_id", "conversation_id", "position", "procedure_id", "data",
-                                      "csv_line"])
-    records_out = _Insert(ReleaseRecord, ["release_id", "kind", "object_id", "data"])
-    conv_rows = plain_rows(Conversation.objects.filter(pk__in=tests_qs.order_by().values("conversation_id")).order_by(
+    tests_out = writer.table(ReleaseTest, ["release_id", "test_id", "conversation_id", "position", "procedure_id",
+                                           "context_len", "data", "csv_line"])
+    records_out = writer.table(ReleaseRecord, ["release_id", "kind", "object_id", "data"])
+    pg = writer.pg
+    conv_rows = writer.reader(Conversation.objects.filter(pk__in=tests_qs.order_by().values("conversation_id")).order_by(
         "pk").values_list("pk", "procedure_id", "path_id", "noise_kinds", "mode", "job_id", "messages"), CHUNK)
-    test_rows = plain_rows(tests_qs.order_by("conversation_id", "position").values_list(
+    test_rows = writer.reader(tests_qs.order_by("conversation_id", "position").values_list(
         "pk", "conversation_id", "position", "context", "expected_type", "expected_text", "expected_api_name",
-        "expected_parameters", "action", "job_id"), 2000)
+        "expected_parameters", "action", "job_id"), FLUSH_ROWS)
     seen: dict[str, set[int]] = defaultdict(set)
     jobs: set[int] = set()
     counts: Counter = Counter()
@@ -174,8 +124,15 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
         # joins them: anything else fails here, as it did in format 1), so none can hold one.
         ctx = _Context()
         n_tests = 0
+        # A context that is the first k messages of the conversation is stored as k alone.
+        prefixes = _prefix_ends(messages)
+        head_exp = "{" + after_exp[1:]
         for t_pk, _cid, position, context_raw, etype, etext, ename, eparams_raw, action, t_job in group:
-            ctx_text, ctx_cell = ctx.next(context_raw)
+            k = None
+            if prefixes is not None and context_raw.__class__ is str:
+                k = 0 if context_raw == "[]" else prefixes.get(len(context_raw) - 1)
+                if k and not (context_raw[-1] == "]" and messages.startswith(context_raw[:-1])):
+                    k = None
             key = (etype, etext, ename, eparams_raw)
             exp = expected.get(key)
             if exp is None:
@@ -186,19 +143,27 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
             if act is None:
                 act = actions[action] = (enc(action), _cell(action or ""))
             job = t_job or conv_job
-            text = (f'{{"context":{ctx_text}{after_exp}{exp[0]},"expected_action":{act[0]}{after_fg}'
+            rest = (f'{exp[0]},"expected_action":{act[0]}{after_fg}'
                     f'{"null" if job is None else job}{after_pos}{position},"test_id":{t_pk}}}')
-            line = f"{t_pk},{cid},{position},{ctx_cell},{exp[1]},{csv_conv},{act[1]}"
+            if k is None:
+                ctx_text, ctx_cell = ctx.next(context_raw)
+                text = f'{{"context":{ctx_text}{after_exp}{rest}'
+                line = f"{t_pk},{cid},{position},{ctx_cell},{exp[1]},{csv_conv},{act[1]}"
+            else:
+                text = head_exp + rest
+                line = f"{t_pk},{cid},{position},{exp[1]},{csv_conv},{act[1]}"
             # What the content hash covers of a test: every stored value that reaches an output.
-            update(f"{pid}\t{text}\t{len(line)}\t{line}\n".encode())
-            pending.append((rid, t_pk, cid, position, pid, text, line))
+            update(test_hash_line(pid, k, text, line))
+            pending.append(f"{rid}\t{t_pk}\t{cid}\t{position}\t{pid}\t{NULL if k is None else k}\t"
+                           f"{copy_json(text)}\t{copy_text(line)}\n"
+                           if pg else (rid, t_pk, cid, position, pid, k, text, line))
             n_tests += 1
             expected_types[etype] += 1
             if t_job:
                 jobs.add(t_job)
-        if len(pending) >= tests_out.per_statement:
-            tests_out.add_many(pending)
-            pending = []
+        if len(pending) >= FLUSH_ROWS:
+            tests_out.pending, pending = pending, []
+            writer.flush()
         counts["tests"] += n_tests
         conv = SimpleNamespace(pk=cid, procedure_id=pid, path_id=path_id, mode=mode, messages=_json(messages),
                                noise_kinds=_json(noise_raw))
@@ -213,11 +178,10 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
             noise[NO_NOISE] += 1
         n_convs += 1
         if n_convs % CHUNK == 0:
-            tests_out.add_many(pending)
-            pending = []
-            _flush_records(records, records_out, rid, digest, tests_out)
-    tests_out.add_many(pending)
-    _flush_records(records, records_out, rid, digest, tests_out)
+            _hash_records(records, records_out, rid, digest, pg)
+    _hash_records(records, records_out, rid, digest, pg)
+    tests_out.pending += pending
+    writer.close()
     for kind, ids in seen.items():
         counts[kind + "s"] = len(ids)
     counts["procedures_with_apis"] = sum(1 for pid in seen["procedure"] if apis.get(pid))
@@ -225,11 +189,38 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
             "jobs": sorted(jobs)}
 
 
-def test_hash_line(pid: int | None, text: str, line: str) -> bytes:
+def test_hash_line(pid: int | None, context_len: int | None, text: str, line: str) -> bytes:
     """What the content hash covers of one format-2 test: every stored value that reaches an output
-    (the procedure it names, its JSON text, its CSV record, whose length keeps rows apart).
-    freeze() builds the same bytes inline."""
-    return f"{'' if pid is None else pid}\t{text}\t{len(line)}\t{line}\n".encode()
+    (the procedure and the number of messages it names, its JSON text, its CSV record, whose length
+    keeps rows apart)."""
+    return (f"{'' if pid is None else pid}\t{'' if context_len is None else context_len}\t{text}\t"
+            f"{len(line)}\t{line}\n").encode()
+
+
+def _prefix_ends(raw: Any) -> dict[int, int] | None:
+    """{n: k}: raw[:n] followed by "]" is the database's text of the array's first k items
+    (None: not an array's text)."""
+    out: dict[int, int] = {}
+    if raw.__class__ is not str or not raw.startswith("["):
+        return None
+    i, k, n = 1, 0, len(raw)
+    while True:
+        while i < n and raw[i] in " \t\n\r":
+            i += 1
+        if i >= n or raw[i] == "]":
+            return out
+        try:
+            i = _SCAN(raw, i)[1]
+        except (ValueError, StopIteration):
+            return None
+        k += 1
+        out[i] = k
+        while i < n and raw[i] in " \t\n\r":
+            i += 1
+        if i < n and raw[i] == ",":
+            i += 1
+        else:
+            return out
 
 
 _SCAN = json.JSONDecoder().scan_once  # the C scanner without json.loads's per-call checks
@@ -280,12 +271,9 @@ class _Context:
         return self.text, '"' + self.escaped + '"'
 
 
-def _flush_records(records: list, records_out: _Insert, rid: int, digest, tests_out: _Insert) -> None:
+def _hash_records(records: list, records_out, rid: int, digest, pg: bool) -> None:
     """End of a hash batch: the batch's records follow its tests, in insertion (id) order."""
     for kind, object_id, text in records:
-        digest.update(f'["{kind}",{text}]'.encode())
-        digest.update(b"\n")
-        records_out.add((rid, kind, object_id, text))
+        digest.update(f'["{kind}",{text}]\n'.encode())
+        records_out.pending.append(copy_line((rid, kind, object_id, text)) if pg else (rid, kind, object_id, text))
     records.clear()
-    tests_out.flush()
-    records_out.flush()

@@ -115,24 +115,93 @@ WHERE p.release_id = %s AND p.kind = 'procedure'
 """
 
 
-def splice_text(text: str, pieces: tuple[str, str, str]) -> str:
-    """SQLite: a slim row's canonical text with the procedure's canonical pieces put back."""
+def splice_text(text: str, pieces: tuple[str, str, str], ctx: str | None = None) -> str:
+    """SQLite: a slim row's canonical text with the procedure's canonical pieces (and the context,
+    when the row names it by its length) put back."""
     apis, intent, proc = pieces
     k = text.rfind(',"test_id":')
     j = text.rfind(',"job_id":', 0, k)
-    return f'{{"apis":{apis},{text[1:j]},"intent":{intent}{text[j:k]},"procedure":{proc}{text[k:]}'
+    if ctx is None:
+        return f'{{"apis":{apis},{text[1:j]},"intent":{intent}{text[j:k]},"procedure":{proc}{text[k:]}'
+    return f'{{"apis":{apis},"context":{ctx},{text[1:j]},"intent":{intent}{text[j:k]},"procedure":{proc}{text[k:]}'
 
 
-def splice_jsonb(before: str, after: str, pieces: tuple[str, str, str]) -> str:
-    """PostgreSQL: the slim row's two halves (as jsonb renders them) around the procedure's pieces."""
+def splice_jsonb(job: str, ctx: str, mid: str, after: str, pieces: tuple[str, str, str]) -> str:
+    """PostgreSQL: the slim row's parts (as jsonb renders them) around the procedure's pieces."""
     apis, intent, proc = pieces
-    return f'{{"apis": {apis}, "intent": {intent}, {before[1:-1]}, "procedure": {proc}, {after[1:]}'
+    return (f'{{"apis": {apis}, "intent": {intent}, "job_id": {job}, "context": {ctx}, {mid[1:-1]}, '
+            f'"procedure": {proc}, {after[1:]}')
 
 
-def splice_csv(line: str, middle: str) -> str:
-    """A slim CSV record with the procedure's cells put back after its three integer cells."""
+def splice_csv(line: str, middle: str, ctx_cell: str | None = None) -> str:
+    """A slim CSV record with the procedure's cells (and the context's) put back after its three
+    integer cells."""
     i = line.find(",", line.find(",", line.find(",") + 1) + 1) + 1
-    return f"{line[:i]}{middle},{line[i:]}"
+    if ctx_cell is None:
+        return f"{line[:i]}{middle},{line[i:]}"
+    return f"{line[:i]}{middle},{ctx_cell},{line[i:]}"
+
+
+def csv_cell(ctx_text: str) -> str:
+    """A context's CSV cell from its canonical JSON (CsvLineMaker's rule: no formula can start with
+    "[", quotes only when it holds a quote or a comma)."""
+    escaped = ctx_text.replace('"', '""')
+    return escaped if len(escaped) == len(ctx_text) and "," not in ctx_text else f'"{escaped}"'
+
+
+class Messages:
+    """The messages of the release's conversation records, read alongside rows in conversation
+    order: kind "canonical" (each message's canonical JSON), "jsonb" (as PostgreSQL renders each)
+    or "values" (decoded)."""
+
+    def __init__(self, release: Release, kind: str, conversation_ids=None) -> None:
+        self.kind = kind
+        qs = release.records.filter(kind="conversation")
+        if conversation_ids is not None:
+            qs = qs.filter(object_id__in=conversation_ids)
+        qs = qs.order_by("object_id")
+        if kind == "jsonb":  # (every conversation of the release)
+            table = connection.ops.quote_name(qs.model._meta.db_table)
+            self.rows = raw_rows(f"SELECT ARRAY(SELECT e::text FROM jsonb_array_elements(data -> 'messages') e), "
+                                 f"object_id FROM {table} WHERE release_id = %s AND kind = 'conversation' "
+                                 "ORDER BY object_id", [release.pk])
+        else:
+            self.rows = plain_rows(qs.values_list("data", "object_id"))
+        self.cid: int | None = None
+        self.ahead: tuple | None = None
+        self.items: list = []
+        self.texts: dict[int, str] = {}
+
+    def _advance(self, cid: int) -> None:
+        while True:
+            if self.ahead is None:
+                self.ahead = next(self.rows, None)
+            if self.ahead is None or self.ahead[1] > cid:
+                break
+            (value, oid), self.ahead = self.ahead, None
+            if oid < cid:
+                continue
+            if self.kind == "jsonb":
+                self.items = value or []
+            else:
+                data = json.loads(value) if isinstance(value, (str, bytes)) else value
+                messages = data.get("messages") or []
+                self.items = [_ENCODE(m) for m in messages] if self.kind == "canonical" else messages
+            self.cid, self.texts = cid, {}
+            return
+        raise ValueError(f"no frozen record of conversation {cid} for a test that names its messages")
+
+    def prefix(self, cid: int, k: int):
+        """The first k messages: JSON text (canonical or jsonb's) or a list of values."""
+        if cid != self.cid:
+            self._advance(cid)
+        if self.kind == "values":
+            return self.items[:k]
+        got = self.texts.get(k)
+        if got is None:
+            sep = ", " if self.kind == "jsonb" else ","
+            got = self.texts[k] = "[" + sep.join(self.items[:k]) + "]"
+        return got
 
 
 def plain_rows(qs, chunk_size: int = 2000) -> Iterator[tuple]:
@@ -156,38 +225,63 @@ def _table() -> str:
     return connection.ops.quote_name(ReleaseTest._meta.db_table)
 
 
+_ROWS = "FROM {table} WHERE release_id = %s ORDER BY conversation_id, position, id"
+
+
 def json_texts(release: Release, chunk_size: int = 2000) -> Iterator[str]:
     """Every test row as the JSON text the database renders for the whole row, in download order."""
     pieces = Pieces(release)
     if connection.vendor == "postgresql":
-        sql = (f"SELECT procedure_id, CASE WHEN procedure_id IS NULL THEN data::text END, "
-               f"CASE WHEN procedure_id IS NOT NULL THEN (data - %s::text[])::text END, "
-               f"CASE WHEN procedure_id IS NOT NULL THEN (data - %s::text[])::text END "
-               f"FROM {_table()} WHERE release_id = %s ORDER BY conversation_id, position, id")
-        for pid, whole, before, after in raw_rows(sql, [list(PG_AFTER), list(PG_BEFORE), release.pk], chunk_size):
-            yield whole if pid is None else splice_jsonb(before, after, pieces.jsonb(pid))
+        messages = Messages(release, "jsonb")
+        slim = "procedure_id IS NOT NULL"
+        sql = (f"SELECT procedure_id, context_len, conversation_id, CASE WHEN {slim} THEN NULL ELSE data::text END, "
+               f"CASE WHEN {slim} THEN (data -> 'job_id')::text END, "
+               f"CASE WHEN {slim} AND context_len IS NULL THEN (data -> 'context')::text END, "
+               f"CASE WHEN {slim} THEN (data - %s::text[])::text END, CASE WHEN {slim} THEN (data - %s::text[])::text END "
+               + _ROWS.format(table=_table()))
+        params = [["job_id", "context", *PG_AFTER], list(PG_BEFORE), release.pk]
+        for pid, k, cid, whole_text, job, ctx, mid, after in raw_rows(sql, params, chunk_size):
+            if pid is None:
+                yield whole_text
+            else:
+                yield splice_jsonb(job, ctx if k is None else messages.prefix(cid, k), mid, after, pieces.jsonb(pid))
         return
-    sql = (f"SELECT procedure_id, CAST(data AS TEXT) FROM {_table()} WHERE release_id = %s "
-           "ORDER BY conversation_id, position, id")
+    messages = Messages(release, "canonical")
     canonical = pieces.canonical
-    for pid, text in raw_rows(sql, [release.pk], chunk_size):
-        yield text if pid is None else splice_text(text, canonical(pid))
+    sql = "SELECT procedure_id, context_len, conversation_id, CAST(data AS TEXT) " + _ROWS.format(table=_table())
+    for pid, k, cid, text in raw_rows(sql, [release.pk], chunk_size):
+        if pid is None:
+            yield text
+        else:
+            yield splice_text(text, canonical(pid), None if k is None else messages.prefix(cid, k))
 
 
 def csv_lines(release: Release, chunk_size: int = 2000) -> Iterator[str]:
     """Every test's stored CSV record, whole, in download order."""
-    pieces = Pieces(release)
-    middle = pieces.middle
-    sql = (f"SELECT procedure_id, csv_line FROM {_table()} WHERE release_id = %s "
-           "ORDER BY conversation_id, position, id")
-    for pid, line in raw_rows(sql, [release.pk], chunk_size):
-        yield line if pid is None else splice_csv(line, middle(pid))
+    middle = Pieces(release).middle
+    messages = Messages(release, "canonical")
+    cells: dict[tuple[int, int], str] = {}
+    sql = "SELECT procedure_id, context_len, conversation_id, csv_line " + _ROWS.format(table=_table())
+    for pid, k, cid, line in raw_rows(sql, [release.pk], chunk_size):
+        if pid is None:
+            yield line
+        elif k is None:
+            yield splice_csv(line, middle(pid))
+        else:
+            cell = cells.get((cid, k))
+            if cell is None:
+                if len(cells) > 1000:
+                    cells.clear()
+                cell = cells[(cid, k)] = csv_cell(messages.prefix(cid, k))
+            yield splice_csv(line, middle(pid), cell)
 
 
-def whole(data: dict[str, Any], pid: int | None, pieces: Pieces) -> dict[str, Any]:
+def whole(data: dict[str, Any], pid: int | None, pieces: Pieces, context=None) -> dict[str, Any]:
     """A decoded row made whole (format 1 rows are already)."""
     if pid is not None:
         data["intent"], data["procedure"], data["apis"] = pieces.values(pid)
+    if context is not None:
+        data["context"] = context
     return data
 
 
@@ -204,17 +298,25 @@ def release_test_rows(release: Release | int, *, conversation_ids: Iterable[int]
     if entry_ids is not None:
         qs = qs.filter(pk__in=list(entry_ids))
     pieces = Pieces(release)
+    messages = Messages(release, "values", qs.values("conversation_id") if (
+        conversation_ids is not None or entry_ids is not None) else None)
     loads = json.loads
-    for pk, conv, pos, pid, text in plain_rows(
-            qs.values_list("pk", "conversation_id", "position", "procedure_id", "data"), chunk_size):
+    for pk, conv, pos, pid, k, text in plain_rows(
+            qs.values_list("pk", "conversation_id", "position", "procedure_id", "context_len", "data"), chunk_size):
         data = loads(text) if isinstance(text, (str, bytes)) else text
-        yield pk, conv, pos, whole(data, pid, pieces)
+        yield pk, conv, pos, whole(data, pid, pieces, None if k is None else messages.prefix(conv, k))
 
 
 def release_test_row(entry) -> dict[str, Any]:
     """One ReleaseTest's whole row."""
     data = dict(entry.data or {})
-    return whole(data, entry.procedure_id, Pieces(entry.release)) if entry.procedure_id is not None else data
+    if entry.procedure_id is None:
+        return data
+    context = None
+    if entry.context_len is not None:
+        context = Messages(entry.release, "values", [entry.conversation_id]).prefix(entry.conversation_id,
+                                                                                     entry.context_len)
+    return whole(data, entry.procedure_id, Pieces(entry.release), context)
 
 
 def records(release: Release, kinds: Iterable[str], chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
@@ -227,16 +329,18 @@ def records(release: Release, kinds: Iterable[str], chunk_size: int = 2000) -> I
         yield from (data for _kind, _oid, data in qs.iterator(chunk_size=chunk_size))
         return
     loads = json.loads
-    rows = plain_rows(release.entries.order_by(*ORDER).values_list("conversation_id", "data"), chunk_size)
+    rows = plain_rows(release.entries.order_by(*ORDER).values_list("conversation_id", "context_len", "data"),
+                      chunk_size)
     pending = next(rows, None)
     for kind, oid, data in qs.iterator(chunk_size=chunk_size):
         if kind == "conversation":
             tests = []
             while pending is not None and pending[0] <= oid:
                 if pending[0] == oid:
-                    d = pending[1]
+                    d = pending[2]
                     d = loads(d) if isinstance(d, (str, bytes)) else d
-                    tests.append({"context": d["context"], "expected": d["expected"], "position": d["position"]})
+                    ctx = d["context"] if pending[1] is None else data["messages"][:pending[1]]
+                    tests.append({"context": ctx, "expected": d["expected"], "position": d["position"]})
                 pending = next(rows, None)
             data["tests"] = tests
         yield data

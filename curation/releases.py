@@ -191,7 +191,7 @@ def _verify_format2(release: Release) -> bool:
     as_stored = connection.vendor == "sqlite"
     table = connection.ops.quote_name(ReleaseTest._meta.db_table)
     text_sql = "CAST(data AS TEXT)" if as_stored else "data::text"
-    tests = raw_rows(f"SELECT conversation_id, procedure_id, {text_sql}, csv_line FROM {table} "
+    tests = raw_rows(f"SELECT conversation_id, procedure_id, context_len, {text_sql}, csv_line FROM {table} "
                      "WHERE release_id = %s ORDER BY conversation_id, position, id", [release.pk])
     records = release.records.order_by("id").values_list("kind", "object_id", "data").iterator(chunk_size=2000)
 
@@ -203,12 +203,12 @@ def _verify_format2(release: Release) -> bool:
                 return
 
     n, last = 0, None
-    for cid, pid, text, line in tests:
+    for cid, pid, k, text, line in tests:
         if cid != last:
             if n and n % CHUNK == 0:
                 batch_records(last)
             n, last = n + 1, cid
-        update(test_hash_line(pid, text if as_stored else canonical_text(json.loads(text)), line))
+        update(test_hash_line(pid, k, text if as_stored else canonical_text(json.loads(text)), line))
     batch_records(None)  # the last batch's records, and any record added since
     return digest.hexdigest() == release.content_hash
 

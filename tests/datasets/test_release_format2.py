@@ -123,10 +123,16 @@ def test_format2_outputs_equal_format1_on_random_lineages(v):
 
 
 def test_hostile_lineage_outputs_equal_format1(researcher):
-    build_lineage(conversations=3, hostile=True)
+    lin = build_lineage(conversations=3, hostile=True)
     build_lineage(conversations=2, seed=3)
+    # A context that is not the start of its conversation's messages stays in the row.
+    odd = lin.tests[1]
+    Test.objects.filter(pk=odd.pk).update(context=[{"role": "user", "content": '=1+2,"x"'}, *odd.context])
     release = release_create(name="hostile", kind=ReleaseKind.AUTOMATIC, created_by=researcher)
     assert release.entries.filter(procedure_id__isnull=True).count() == 0  # every row slim
+    inline = release.entries.filter(context_len__isnull=True)
+    assert list(inline.values_list("test_id", flat=True)) == [odd.pk]
+    assert "context" in inline.get().data and "context" not in release.entries.exclude(pk=inline.get().pk)[0].data
     assert_same_outputs(release)
     entry = release.entries.order_by("pk").first()
     assert release_test_row(entry) == next(row for pk, *_x, row in release_test_rows(release) if pk == entry.pk)
