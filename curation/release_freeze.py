@@ -48,7 +48,9 @@ def _lineage(tests_qs) -> dict[str, Any]:
     convs = Conversation.objects.filter(pk__in=conv_ids).order_by()
     path_qs = SampledPath.objects.filter(pk__in=convs.values("path_id")).order_by()
     graph_qs = ConversationGraph.objects.filter(pk__in=path_qs.values("conversation_graph_id")).order_by()
-    paths = {p.pk: p for p in path_qs}
+    # Paths as plain values (one per conversation: model instances cost more than the rest here).
+    fields = ("pk", "conversation_graph_id", "node_ids", "sampler", "seed", "index")
+    paths = {v[0]: SimpleNamespace(**dict(zip(fields, v))) for v in path_qs.values_list(*fields)}
     graphs = {g.pk: g for g in graph_qs.defer("svg")}
     flowgraphs = {f.pk: f for f in Flowgraph.objects.filter(pk__in=graph_qs.values("flowgraph_id")).defer("svg")}
     procs = {p.pk: p for p in Procedure.objects.filter(pk__in=convs.values("procedure_id")).select_related("intent")}

@@ -13,8 +13,8 @@ from curation.csv_render import CsvLineMaker
 from curation.models import ReleaseKind, ReleaseTest
 from curation.release_freeze import canonical_text
 from curation.releases import release_create, release_verify
-from generation.imports import api_row_to_dict, conversation_record
-from generation.models import Conversation, CurationStatus, Test
+from generation.imports import api_row_to_dict, conversation_record, path_record
+from generation.models import Conversation, CurationStatus, SampledPath, Test
 from tests.curation.factories import build_lineage
 
 pytestmark = pytest.mark.django_db
@@ -89,6 +89,8 @@ def test_frozen_rows_equal_the_per_test_construction(researcher):
         assert convs[f"conversation-{conv.pk}"] == canonical_json(conversation_record(conv, [
             {"position": t.position, "context": t.context, "expected": t.expected}
             for t in conv.tests.order_by("position")]))
+    paths = {d["id"]: d for d in records(release, ["path"])}
+    assert paths and all(paths[f"path-{p.pk}"] == canonical_json(path_record(p)) for p in SampledPath.objects.all())
     kinds = dict(release.records.values_list("kind").annotate(n=Count("id")).order_by())
     assert kinds == {"intent": 2, "procedure": 2, "flowgraph": 2, "conversation_graph": 2, "path": 5,
                      "conversation": 5}
