@@ -45,8 +45,9 @@ def release_of(release: Release | int) -> Release:
 class Pieces:
     """The per-procedure values of a release, read from its records once (one query each way)."""
 
-    def __init__(self, release: Release) -> None:
+    def __init__(self, release: Release, only: int | None = None) -> None:
         self.release = release
+        self.only = only  # one procedure's values only (one row's reader)
         self._values: dict[int, tuple[dict, dict, list]] | None = None
         self._canonical: dict[int, tuple[str, str, str]] = {}
         self._jsonb: dict[int, tuple[str, str, str]] | None = None
@@ -56,9 +57,14 @@ class Pieces:
         """(intent, procedure, apis) as a row holds them."""
         if self._values is None:
             intents, procs = {}, {}
-            for kind, oid, data in self.release.records.filter(kind__in=("intent", "procedure")).values_list(
-                    "kind", "object_id", "data"):
+            qs = self.release.records.filter(kind__in=("intent", "procedure"))
+            if self.only is not None:
+                qs = self.release.records.filter(kind="procedure", object_id=self.only)
+            for kind, oid, data in qs.values_list("kind", "object_id", "data"):
                 (intents if kind == "intent" else procs)[oid] = data
+            if self.only is not None and procs:
+                iid = int(str(procs[self.only].get("intent", "")).rpartition("-")[2] or 0)
+                intents = dict(self.release.records.filter(kind="intent", object_id=iid).values_list("object_id", "data"))
             self._values = {}
             for oid, rec in procs.items():
                 iid = int(str(rec.get("intent", "")).rpartition("-")[2] or 0)
@@ -316,7 +322,7 @@ def release_test_row(entry) -> dict[str, Any]:
     if entry.context_len is not None:
         context = Messages(entry.release, "values", [entry.conversation_id]).prefix(entry.conversation_id,
                                                                                      entry.context_len)
-    return whole(data, entry.procedure_id, Pieces(entry.release), context)
+    return whole(data, entry.procedure_id, Pieces(entry.release, only=entry.procedure_id), context)
 
 
 def records(release: Release, kinds: Iterable[str], chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
