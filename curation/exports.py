@@ -23,7 +23,7 @@ from curation.csv_render import (  # noqa: F401  (re-exported: callers and tests
 )
 from curation.models import Release, ReleaseTest
 from curation.release_rows import (  # noqa: F401  (plain_rows: re-exported)
-    Pieces, csv_lines, json_texts, plain_rows, records, release_test_rows, whole,
+    Pieces, csv_lines, json_texts, plain_rows, records, release_test_rows, whole,  # noqa: F401
 )
 
 JSONL_FILES = {
@@ -109,12 +109,14 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
         return
     procedures: dict[int, dict[str, Any]] = {}
     loads = json.loads
-    pieces = Pieces(release)
-    qs = release_entries(release).annotate(slim=_SlimRow("data"), ctx=_ContextText("data")).values_list(
-        "procedure_id", "slim", "ctx")
+    qs = release_entries(release).annotate(slim=_SlimRow("data"), ctx=_ContextText("data")).values_list("slim", "ctx")
     prev_text, prev_ctx = "", []
-    for pid, text, ctx_text in plain_rows(qs, chunk_size):
-        d = loads(text)
+    for text, ctx_text in plain_rows(qs, chunk_size):
+        if ctx_text is None and text.startswith(_LEADING_CONTEXT):
+            # SQLite, canonical rows (release_create's): the context is the row's first value.
+            d, prev_text, prev_ctx = _leading_context_row(text, prev_text, prev_ctx)
+        else:
+            d = loads(text)
         if ctx_text is not None:
             n = len(prev_text)
             if n > 2 and len(ctx_text) > n and ctx_text[n - 1] == "," and ctx_text.startswith(prev_text[:-1]):
@@ -125,9 +127,6 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
                 ctx = loads(ctx_text)
             d["context"] = ctx
             prev_text, prev_ctx = ctx_text, ctx
-        if pid is not None:  # format 2: the procedure's values come from its records
-            yield whole(d, pid, pieces)
-            continue
         proc = d["procedure"]
         if "apis" in d and "text" in proc:  # a database without JSON functions: already whole
             yield d
@@ -141,6 +140,32 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
         proc["text"] = rec["text"]
         d["apis"] = rec["apis"]
         yield d
+
+
+_LEADING_CONTEXT = '{"context":['
+_SCAN = json.JSONDecoder().scan_once
+
+
+def _leading_context_row(text: str, prev_text: str, prev_ctx: list) -> tuple[dict[str, Any], str, list]:
+    """A minified row whose first key is "context", decoded with the context-prefix rule of
+    release_rows_slim applied to the row's own text: (row, its context's text, its context)."""
+    start, n = len(_LEADING_CONTEXT) - 1, len(prev_text)
+    if n > 2 and text.startswith(prev_text[:-1], start) and text[start + n - 1] == ",":
+        ctx, i = prev_ctx[:], start + n
+        while True:
+            item, i = _SCAN(text, i)
+            ctx.append(item)
+            if text[i] == "]":
+                end = i + 1
+                break
+            i += 1  # the comma (minified JSON: nothing else between items)
+    elif n >= 2 and text.startswith(prev_text, start) and text[start + n] in ",}":
+        ctx, end = prev_ctx[:], start + n
+    else:
+        ctx, end = _SCAN(text, start)
+    d = json.loads("{" + text[end + 1:]) if text[end] == "," else {}
+    d["context"] = ctx
+    return d, text[start:end], ctx
 
 
 def release_records(release: Release, kinds: Iterable[str], chunk_size: int = 2000) -> Iterator[dict[str, Any]]:

@@ -145,3 +145,25 @@ def test_slim_rows_decode_contexts_that_extend_the_previous_one_exactly():
             "test_id": k, "procedure": {"id": 1, "title": "P", "text": "T"}, "apis": [{"name": "a"}], "context": ctx})
     assert list(release_rows_slim(release)) == list(release_rows(release))
     assert [d["context"] for d in release_rows_slim(release)] == contexts
+
+
+def test_slim_rows_of_canonical_text_decode_the_leading_context_exactly():
+    """Format 1 rows as release_create stored them (canonical text, "context" first): SQLite's
+    slim reader decodes a context that extends the previous one from its new items only."""
+    from curation.exports import release_rows, release_rows_slim
+    from curation.models import Release, ReleaseRecord
+
+    release = Release.objects.create(name="ctx", version=1, content_hash="-", manifest={})
+    ReleaseRecord.objects.create(release=release, kind="procedure", object_id=1,
+                                 data={"kind": "procedure", "id": "procedure-1", "text": "T", "apis": [{"name": "a"}]})
+    contexts = [[], [1], [1, 2], [12], [{"c": "a"}], [{"c": "a"}, {"c": "b"}], [{"c": "ab"}], [{"c": "ab"}],
+                [{"c": "a,b"}], [{"c": "a,b"}, "x"], ["a"], ["a]"], ["a]", 3], ["a]", 3], ["a]", 3, [4, "]"]]]
+    table = connection.ops.quote_name(ReleaseTest._meta.db_table)
+    with connection.cursor() as cursor:
+        for k, ctx in enumerate(contexts):
+            row = {"test_id": k, "procedure": {"id": 1, "title": "P", "text": "T"}, "apis": [{"name": "a"}],
+                   "context": ctx, **({"x": [1]} if k % 2 else {})}
+            cursor.execute(f"INSERT INTO {table} (release_id, test_id, conversation_id, position, data, csv_line) "
+                           "VALUES (%s, %s, 1, %s, %s, '')", [release.pk, k, k, canonical_text(row)])
+    assert list(release_rows_slim(release)) == list(release_rows(release))
+    assert [d["context"] for d in release_rows_slim(release)] == contexts
