@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from django.db import connections
 from django.db.models import Func, QuerySet, TextField
 from django.db.models.functions import Cast
 
@@ -109,14 +110,32 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
         return
     procedures: dict[int, dict[str, Any]] = {}
     loads = json.loads
-    qs = release_entries(release).annotate(slim=_SlimRow("data"), ctx=_ContextText("data")).values_list("slim", "ctx")
+    sqlite = connections[release._state.db or "default"].vendor == "sqlite"
+    if sqlite:  # the stored text as it is: canonical rows are cut in Python (_leading_context_row)
+        qs = release_entries(release).annotate(slim=Cast("data", TextField()), ctx=_ContextText("data"))
+    else:
+        qs = release_entries(release).annotate(slim=_SlimRow("data"), ctx=_ContextText("data"))
     prev_text, prev_ctx = "", []
-    for text, ctx_text in plain_rows(qs, chunk_size):
+    apis_text, apis = "", None
+    for text, ctx_text in plain_rows(qs.values_list("slim", "ctx"), chunk_size):
+        if sqlite and text.startswith(_LEADING_APIS):
+            # A canonical row (release_create's format 1): "apis" first, the same text as the previous
+            # row's most of the time, then "context".
+            n = len(apis_text)
+            if n and text.startswith(apis_text, 8) and text[8 + n] == ",":
+                i = 8 + n
+            else:
+                apis, i = _SCAN(text, 8)
+                apis_text = text[8:i]
+            text = "{" + text[i + 1:]
+        else:
+            apis = None
         if ctx_text is None and text.startswith(_LEADING_CONTEXT):
-            # SQLite, canonical rows (release_create's): the context is the row's first value.
             d, prev_text, prev_ctx = _leading_context_row(text, prev_text, prev_ctx)
         else:
             d = loads(text)
+        if apis is not None:
+            d["apis"] = apis
         if ctx_text is not None:
             n = len(prev_text)
             if n > 2 and len(ctx_text) > n and ctx_text[n - 1] == "," and ctx_text.startswith(prev_text[:-1]):
@@ -143,6 +162,7 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
 
 
 _LEADING_CONTEXT = '{"context":['
+_LEADING_APIS = '{"apis":['
 _SCAN = json.JSONDecoder().scan_once
 
 
@@ -163,9 +183,36 @@ def _leading_context_row(text: str, prev_text: str, prev_ctx: list) -> tuple[dic
         ctx, end = prev_ctx[:], start + n
     else:
         ctx, end = _SCAN(text, start)
-    d = json.loads("{" + text[end + 1:]) if text[end] == "," else {}
+    d = _rest(text, end) if text[end] == "," else {}
     d["context"] = ctx
     return d, text[start:end], ctx
+
+
+_PROCEDURES: dict[str, Any] = {}
+
+
+def _rest(text: str, end: int) -> dict[str, Any]:
+    """The keys after the context. In canonical order "procedure" comes last but "test_id"; its
+    value (id, text, title: no nested object) is decoded once per procedure text, not per row.
+    (The raw ,"procedure":{ cannot occur inside a string, and the last one is the top-level key.)"""
+    k = text.rfind(',"test_id":')
+    p = text.rfind(',"procedure":{', end, k) if k > 0 else -1
+    # Only the top-level pair: "test_id" and a number end the text, the slice is one object.
+    if p < 0 or text[-1] != "}" or not text[k + 11:-1].isdigit():
+        return json.loads("{" + text[end + 1:])
+    ptext = text[p + 13:k]
+    proc = _PROCEDURES.get(ptext)
+    if proc is None:
+        try:
+            proc = json.loads(ptext)
+        except ValueError:
+            return json.loads("{" + text[end + 1:])
+        if len(_PROCEDURES) > 1000:
+            _PROCEDURES.clear()
+        _PROCEDURES[ptext] = proc
+    d = json.loads("{" + (text[end:p] + text[k:])[1:])
+    d["procedure"] = dict(proc)
+    return d
 
 
 def release_records(release: Release, kinds: Iterable[str], chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
