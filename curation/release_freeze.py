@@ -1,18 +1,18 @@
-"""Freezing a release's tests and records: set-based reads, one encoding per row, multi-row inserts.
+"""Freezing a release (storage format 2, read back by curation.release_rows).
 
-release_create used to walk the selection 500 conversations at a time, with a query for the
-conversations, one for their APIs and one for their tests per batch, and encoded every row twice
-(once for the content hash, once more inside the ORM's insert). Now:
-
-* the lineage (procedures with intents, APIs, paths, conversation graphs, flowgraphs) is read
-  once, each table in one query selected by a subquery of the tests;
-* conversations and tests stream in two ordered queries, merged in Python, as plain values;
-* each test row is encoded once to its canonical JSON, built from pieces cached per procedure
-  and per conversation (a conversation's contexts are prefixes of each other); that text feeds
-  the content hash and is inserted as it is (multi-row INSERTs, the backend's largest batch).
-
-The query count does not depend on the number of tests apart from the inserts (one per batch of
-rows). The hash covers the same bytes in the same order as before, so release_verify is unchanged.
+* The lineage (procedures with intents, APIs, paths, conversation graphs, flowgraphs) is read
+  once, each table in one query selected by a subquery of the tests; conversations and tests
+  stream in two ordered queries, merged in Python, as plain database text.
+* Per test only what is per test is stored: the slim row's canonical JSON (no "intent",
+  "procedure", "apis": the release's procedure and intent records hold them once) and its CSV
+  record without the six procedure cells. A context that is the first k messages of its
+  conversation (compared as the database's text, so nothing is decoded) is stored as k
+  (context_len) and comes back from the conversation record, which no longer repeats its tests.
+  Other contexts stay in the row, encoded from their new messages only.
+* The rows are written in bulk by curation.release_writer while the next batch is built. The
+  query count does not depend on the number of tests.
+* The content hash covers, per test, the procedure id, context length, stored JSON text and CSV
+  record (test_hash_line), then each batch's records: every stored value that reaches an output.
 """
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
 """Immutable dataset releases: freeze accepted (or automatically filtered) tests with their lineage.
 
-A release copies everything it needs into ReleaseTest rows (one self-contained row per test, the
-shape evaluation reads) and ReleaseRecord rows (the intents, procedures with APIs, graphs, paths
-and conversations the tests come from, in the import format's record shape). Nothing is ever
-updated after :func:`release_create` returns, so reviewing items later cannot change a release;
-:func:`release_verify` recomputes the content hash to prove it.
+A release copies everything it needs into ReleaseTest rows (one per test) and ReleaseRecord rows
+(the intents, procedures with APIs, graphs, paths and conversations the tests come from, in the
+import format's record shape); curation.release_rows reads whole test rows back whatever the
+storage format (Release.format: 1 whole rows, 2 slim rows). Nothing is ever updated after
+:func:`release_create` returns, so reviewing items later cannot change a release;
+:func:`release_verify` recomputes the content hash to prove it, as each format defines it.
 """
 from __future__ import annotations
 
