@@ -210,3 +210,43 @@ def test_slim_rows_are_much_smaller_than_whole_rows():
     def size(r):
         return sum(len(canonical_text(d)) + len(c) for d, c in r.entries.values_list("data", "csv_line"))
     assert size(release) * 2 < size(twin), (size(release), size(twin))
+
+
+def _download_queries(release: Release) -> dict[str, int]:
+    from django.test.utils import CaptureQueriesContext
+
+    out = {}
+    for name, source in {**{f"files/{n}": s for n, s in file_sources(release).items()},
+                         "hf/tests.jsonl": hf_sources(release)["tests.jsonl"],
+                         "rows": lambda: release_test_rows(release)}.items():
+        with CaptureQueriesContext(connection) as ctx:
+            for _ in source():
+                pass
+        out[name] = len(ctx)
+    with CaptureQueriesContext(connection) as ctx:
+        assert release_verify(release)
+    out["verify"] = len(ctx)
+    return out
+
+
+def test_query_counts_do_not_depend_on_the_size():
+    """Release creation, every download and release_verify run a fixed number of queries."""
+    from django.test.utils import CaptureQueriesContext
+
+    build_lineage(conversations=1)
+    with CaptureQueriesContext(connection) as small_create:
+        small = release_create(name="small", kind=ReleaseKind.AUTOMATIC)
+    for seed in range(1, 6):
+        build_lineage(conversations=3, seed=seed)
+    with CaptureQueriesContext(connection) as big_create:
+        big = release_create(name="big", kind=ReleaseKind.AUTOMATIC)
+    assert big.entries.count() >= 10 * small.entries.count()
+    assert len(small_create) == len(big_create)
+    counts = _download_queries(small)
+    assert counts == _download_queries(big)
+    # Pinned: the test rows, the records they need (procedures and intents once; conversations in
+    # a stream beside the rows), and nothing per row.
+    assert counts == {"files/tests.csv": 3, "files/tests.jsonl": 3,
+                      "files/README.md": 0, "files/manifest.json": 0, "files/conversations.jsonl": 2,
+                      "files/graphs.jsonl": 1, "files/procedures.jsonl": 1, "hf/tests.jsonl": 3, "rows": 3,
+                      "verify": 2}, counts
