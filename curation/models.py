@@ -208,7 +208,8 @@ class Release(models.Model):
 class ReleaseTest(models.Model):
     """One test frozen into a release: the row's content is copied so later edits can't leak in."""
 
-    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="entries")
+    # No index of its own: the unique (release, test_id) and the order index both start with it.
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="entries", db_index=False)
     test_id = models.PositiveBigIntegerField()
     conversation_id = models.PositiveBigIntegerField()
     position = models.PositiveIntegerField()
@@ -241,7 +242,8 @@ class ReleaseRecord(models.Model):
     conversation), in the import format's record shape, so the JSONL export of a release never
     reads live rows."""
 
-    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="records")
+    # No index of its own: the unique (release, kind, object_id) starts with it.
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="records", db_index=False)
     kind = models.CharField(max_length=32)
     object_id = models.PositiveBigIntegerField()
     data = models.JSONField()
