@@ -9,15 +9,20 @@ the three values that are the same for every test of a procedure ("apis", "inten
 release's "procedure" and "intent" records (frozen once per release and covered by the content
 hash) hold them; this module splices them back, so every output is the text format 1 gives:
 
+A slim row whose ``context_len`` is set also lacks its context (in ``data`` and in ``csv_line``):
+it is the first ``context_len`` messages of the release's record of the conversation (Messages,
+read beside the rows in conversation order). Every output is the text format 1 gives:
+
 * JSON text, as the database renders the whole row (SQLite: the canonical text stored;
   PostgreSQL: jsonb's rendering, key order by length, ", " and ": " separators). On SQLite the
   slim text is cut at its top-level ``,"job_id":`` and ``,"test_id":`` keys (found from the end:
-  the values after them are numbers and lists of strings, which release_freeze checks); on
-  PostgreSQL the database renders the keys before and after "procedure" as two texts.
-* CSV records: the stored line with the procedure's cells put back after its third comma (the
-  first three cells are integers).
-* decoded rows (dicts) for evaluation, the Hugging Face export and the preview: the slim row with
-  the procedure's values added (shared between rows: read them, do not change them).
+  the values after them are numbers and lists of strings, as release_freeze explains); on
+  PostgreSQL the database renders the keys around "context" and "procedure" as separate texts.
+* CSV records: the stored line with the procedure's cells (and the context's) put back after its
+  third comma (the first three cells are integers).
+* decoded rows (dicts) for evaluation, the Hugging Face export and the preview
+  (release_test_rows, release_test_row): the slim row with the shared values added (shared
+  between rows: read them, do not change them).
 """
 from __future__ import annotations
 

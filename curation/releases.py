@@ -135,9 +135,9 @@ def release_create(*, name: str, kind: str = ReleaseKind.CURATED, filters: dict 
     if licence not in LICENCES:
         raise ReleaseError(f"licence must be one of {', '.join(LICENCES)}")
     filters = clean_filters(filters)
-    selected = release_preview(kind=kind, filters=filters)
-    if not selected["tests"]:
-        raise ReleaseError(f"the filters select {preview_text(selected)}; an empty release is not made")
+    if not tests_for(kind, filters).exists():  # (counting them all took a quarter second at 80,000)
+        nothing = preview_text({"tests": 0, "conversations": 0, "graphs": 0})
+        raise ReleaseError(f"the filters select {nothing}; an empty release is not made")
     version = (Release.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0) + 1
     try:
         with transaction.atomic():

@@ -172,7 +172,7 @@ def test_old_format_releases_still_download_and_verify():
 
 
 @pytest.mark.parametrize("what", ["procedure text", "intent name", "apis", "row's procedure", "slim row", "csv line",
-                                  "extra record"])
+                                  "context length", "conversation messages", "extra record"])
 def test_verify_detects_tampering_with_any_stored_piece(what):
     build_lineage(conversations=2)
     build_lineage(conversations=1, seed=2)
@@ -197,6 +197,12 @@ def test_verify_detects_tampering_with_any_stored_piece(what):
         ReleaseTest.objects.filter(pk=entry.pk).update(data={**entry.data, "expected_action": "tampered"})
     elif what == "csv line":
         ReleaseTest.objects.filter(pk=entry.pk).update(csv_line=entry.csv_line.replace(",", ";", 4))
+    elif what == "context length":
+        ReleaseTest.objects.filter(pk=entry.pk).update(context_len=entry.context_len + 1)
+    elif what == "conversation messages":
+        conv = release.records.get(kind="conversation", object_id=entry.conversation_id)
+        conv.data = {**conv.data, "messages": [{"role": "user", "content": "tampered"}] + conv.data["messages"][1:]}
+        conv.save()
     else:
         ReleaseRecord.objects.create(release=release, kind="intent", object_id=999999, data={"name": "x"})
     assert not release_verify(release)
