@@ -126,6 +126,25 @@ WHERE p.release_id = %s AND p.kind = 'procedure'
 """
 
 
+_CANONICAL_RECORD = '{"id":"conversation-'
+_SCAN = json.JSONDecoder().scan_once
+
+
+def _canonical_items(text: str) -> list[str]:
+    """The texts of a canonical conversation record's messages, sliced from it (SQLite keeps the
+    canonical text release_freeze wrote, and release_verify hashes that very text): "id" and
+    "kind" come first and are plain strings, so the first ,"messages":[ is the key."""
+    i = text.find(',"messages":[') + 13
+    items = []
+    if i == 12:
+        return items
+    while text[i] != "]":
+        j = _SCAN(text, i)[1]
+        items.append(text[i:j])
+        i = j + 1 if text[j] == "," else j
+    return items
+
+
 def splice_text(text: str, pieces: tuple[str, str, str], ctx: str | None = None) -> str:
     """SQLite: a slim row's canonical text with the procedure's canonical pieces (and the context,
     when the row names it by its length) put back."""
@@ -194,6 +213,8 @@ class Messages:
                 continue
             if self.kind == "jsonb":
                 self.items = value or []
+            elif self.kind == "canonical" and isinstance(value, str) and value.startswith(_CANONICAL_RECORD):
+                self.items = _canonical_items(value)
             else:
                 data = json.loads(value) if isinstance(value, (str, bytes)) else value
                 messages = data.get("messages") or []
@@ -270,21 +291,13 @@ def json_texts(release: Release, chunk_size: int = 2000) -> Iterator[str]:
 def csv_lines(release: Release, chunk_size: int = 2000) -> Iterator[str]:
     """Every test's stored CSV record, whole, in download order."""
     middle = Pieces(release).middle
-    messages = Messages(release, "canonical")
-    cells: dict[tuple[int, int], str] = {}
+    prefix = Messages(release, "canonical").prefix
     sql = "SELECT procedure_id, context_len, conversation_id, csv_line " + _ROWS.format(table=_table())
     for pid, k, cid, line in raw_rows(sql, [release.pk], chunk_size):
         if pid is None:
             yield line
-        elif k is None:
-            yield splice_csv(line, middle(pid))
         else:
-            cell = cells.get((cid, k))
-            if cell is None:
-                if len(cells) > 1000:
-                    cells.clear()
-                cell = cells[(cid, k)] = csv_cell(messages.prefix(cid, k))
-            yield splice_csv(line, middle(pid), cell)
+            yield splice_csv(line, middle(pid), None if k is None else csv_cell(prefix(cid, k)))
 
 
 def whole(data: dict[str, Any], pid: int | None, pieces: Pieces, context=None) -> dict[str, Any]:
