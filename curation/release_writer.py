@@ -13,7 +13,6 @@ does not list them (``statements`` counts them).
 from __future__ import annotations
 
 import io
-import os
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -93,7 +92,7 @@ class Reader:
 
 
 class Writer:
-    def __init__(self, *, background: bool = os.environ.get("FG") is None) -> None:
+    def __init__(self, *, background: bool = True) -> None:
         connection.ensure_connection()
         self.raw = connection.connection
         self.pg = connection.vendor == "postgresql"
