@@ -256,3 +256,17 @@ def test_query_counts_do_not_depend_on_the_size():
                       "files/README.md": 0, "files/manifest.json": 0, "files/conversations.jsonl": 2,
                       "files/graphs.jsonl": 1, "files/procedures.jsonl": 1, "hf/tests.jsonl": 3, "rows": 3,
                       "verify": 2}, counts
+
+
+def test_a_failed_background_write_fails_the_release_and_leaves_nothing(monkeypatch):
+    from curation import release_writer
+
+    build_lineage(conversations=2)
+
+    def broken(self, cursor, rows):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(release_writer.Table, "write", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        release_create(name="broken", kind=ReleaseKind.AUTOMATIC)
+    assert not Release.objects.filter(name="broken").exists() and not ReleaseTest.objects.exists()
