@@ -115,12 +115,14 @@ def synthetic_text_rows(n: int):
         for j in range(7):
             row = {**tpl, "test_id": 0, "conversation_id": 0, "position": 2 * j + 1,
                    "context": tpl["context"][: 2 * j + 1]}
-            text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-            head, tail = text.split('"test_id":0,"conversation_id":0', 1)
-            pool.append((head, tail))
+            # Sorted keys: the canonical text release_create stored in format 1 releases.
+            text = json.dumps(row, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+            head, tail = text.split('"conversation_id":0', 1)
+            mid, end = tail.rsplit('"test_id":0', 1)
+            pool.append((head, mid, end))
     for i in range(n):
-        head, tail = pool[((i // 7) % 64) * 7 + i % 7]
-        yield f'{head}"test_id":{i + 1},"conversation_id":{i // 7 + 1}{tail}'
+        head, mid, end = pool[((i // 7) % 64) * 7 + i % 7]
+        yield f'{head}"conversation_id":{i // 7 + 1}{mid}"test_id":{i + 1}{end}'
 
 
 def synthetic_csv_lines(n: int):
@@ -196,23 +198,100 @@ def fill_db(n: int):
     return release
 
 
+def fill_db_slim(n: int):
+    """The same n rows as a format 2 release (what release_create makes now): slim rows naming their
+    procedure and their context's length, the procedure, intent and conversation records once."""
+    from django.db import connection, transaction
+
+    from curation.csv_render import _ENCODE, CsvLineMaker
+    from curation.models import Release, ReleaseRecord, ReleaseTest
+    from curation.release_rows import PIECE_KEYS, csv_cell
+
+    start = time.perf_counter()
+    pool, make = [], CsvLineMaker()
+    for k, tpl in enumerate(templates()):
+        for j in range(7):
+            row = {**tpl, "test_id": 0, "conversation_id": 0, "position": 2 * j + 1, "context": tpl["context"][: 2 * j + 1]}
+            slim = _ENCODE({key: v for key, v in row.items() if key not in PIECE_KEYS and key != "context"})
+            head, tail = slim.split('"conversation_id":0', 1)
+            tail, _ = tail.rsplit('"test_id":0', 1)
+            full = make(row)  # test_id,conversation_id,position,<six procedure cells>,<context>,rest
+            rest = full.split(",", 3)[3][len(make.procedures[k]) + 1 + len(csv_cell(make.context)) + 1:]
+            pool.append((head, tail, rest))
+    with transaction.atomic():
+        release = Release.objects.create(name="bench slim", version=1, content_hash="-", format=2,
+                                         manifest={"csv_lines": True, "csv_columns": len(CSV_COLUMNS_N())})
+        records = []
+        for t in templates():
+            p, i = t["procedure"], t["intent"]
+            records += [ReleaseRecord(release=release, kind="intent", object_id=i["id"], data={
+                            "kind": "intent", "id": f"intent-{i['id']}", "client": i["client"], "issue": i["issue"],
+                            "name": i["name"]}),
+                        ReleaseRecord(release=release, kind="procedure", object_id=p["id"], data={
+                            "kind": "procedure", "id": f"procedure-{p['id']}", "intent": f"intent-{i['id']}",
+                            "title": p["title"], "text": p["text"], "apis": t["apis"]})]
+        ReleaseRecord.objects.bulk_create(records)
+        table = ReleaseTest._meta.db_table
+        sql = (f"INSERT INTO {table} (release_id, test_id, conversation_id, position, procedure_id, context_len, data, "
+               "csv_line) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)")
+        conv_sql = f"INSERT INTO {ReleaseRecord._meta.db_table} (release_id, kind, object_id, data) VALUES (%s, %s, %s, %s)"
+        pool_tpl = templates()
+        with connection.cursor() as cursor:
+            batch, convs = [], []
+            for i in range(n):
+                k, j, cid = (i // 7) % 64, i % 7, i // 7 + 1
+                head, tail, rest = pool[k * 7 + j]
+                if j == 0:
+                    t = pool_tpl[k]
+                    convs.append((release.pk, "conversation", cid, _ENCODE({
+                        "kind": "conversation", "id": f"conversation-{cid}", "procedure": f"procedure-{k}",
+                        "path": f"path-{k}", "mode": "offline", "messages": t["context"], "noise_kinds": t["noise_kinds"],
+                        "tests": []})))
+                batch.append((release.pk, i + 1, cid, 2 * j + 1, k, 2 * j + 1,
+                              f'{head}"conversation_id":{cid}{tail}"test_id":{i + 1}}}', f"{i + 1},{cid},{2 * j + 1},{rest}"))
+                if len(batch) >= 5000:
+                    cursor.executemany(sql, batch)
+                    cursor.executemany(conv_sql, convs)
+                    batch, convs = [], []
+            if batch:
+                cursor.executemany(sql, batch)
+                cursor.executemany(conv_sql, convs)
+    print(f"inserted {n:,} slim rows into SQLite in {time.perf_counter() - start:.1f} s (not part of the figures)")
+    return release
+
+
+def CSV_COLUMNS_N():
+    from curation.exports import CSV_COLUMNS
+
+    return CSV_COLUMNS
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--db", type=int, default=0, help="stream this many rows from a real release in SQLite")
+    parser.add_argument("--format1-only", action="store_true",
+                        help="with --db: only the format 1 release (e.g. to time code from before format 2)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="almita-bench-") as tmp:
         setup_django(tmp)
-        from curation.exports import csv_chunks, csv_line_chunks, jsonl_chunks, release_csv, release_rows_raw, \
-            release_rows_slim
+        from curation.exports import csv_chunks, csv_line_chunks, hf_sources, jsonl_chunks, release_csv, \
+            release_rows_raw, release_rows_slim
 
         tmpdir = Path(tmp)
         print(f"baseline peak RSS after Django setup: {peak_rss_mb():.1f} MB")
         if args.db:
             release = fill_db(args.db)
+            slim = None if args.format1_only else fill_db_slim(args.db)
             import gc
 
             gc.collect()
+            # Format 2 (release_create now) and format 1 (releases frozen before), same content.
+            if slim is not None:
+                run("JSONL download (format 2)", jsonl_chunks(release_rows_raw(slim)), args.db, tmpdir / "t2.jsonl")
+                run("CSV download (format 2)", release_csv(slim), args.db, tmpdir / "t2.csv")
+                run("HF tests.jsonl (format 2)", hf_sources(slim)["tests.jsonl"](), args.db, tmpdir / "h2.jsonl")
+                del slim
             run("JSONL download (database)", jsonl_chunks(release_rows_raw(release)), args.db, tmpdir / "t.jsonl")
             run("CSV download (database)", release_csv(release), args.db, tmpdir / "t.csv")
             run("CSV rendered from rows (db)", csv_chunks(release_rows_slim(release)), args.db, tmpdir / "r.csv")

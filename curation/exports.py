@@ -14,15 +14,17 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from django.db import connections
-from django.db.models import Func, QuerySet, TextField
-from django.db.models.functions import Cast
+from django.db.models import QuerySet
 
 from curation.csv_render import (  # noqa: F401  (re-exported: callers and tests import them from here)
     _ENCODE, BATCH, CSV_COLUMNS, CSV_HEADER, FORMULA_START, CsvLineMaker, _cell, csv_chunks, csv_line_chunks, csv_stream,
     formula_safe, guarded, spreadsheet_safe,
 )
 from curation.models import Release, ReleaseTest
+from curation.format1_rows import _ContextText, _SlimRow, release_rows_slim  # noqa: F401  (re-exported)
+from curation.release_rows import (  # noqa: F401  (plain_rows: re-exported)
+    Pieces, csv_lines, json_texts, plain_rows, records, release_test_rows, whole,  # noqa: F401
+)
 
 JSONL_FILES = {
     "tests.jsonl": None,  # the frozen test rows themselves
@@ -51,102 +53,17 @@ def release_entries(release: Release) -> QuerySet[ReleaseTest]:
 
 
 def release_rows(release: Release, chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
-    """Frozen test rows, decoded."""
-    return release_entries(release).values_list("data", flat=True).iterator(chunk_size=chunk_size)
+    """Whole test rows, decoded (curation.release_rows.release_test_rows, whatever the storage format)."""
+    return (row for _pk, _conv, _pos, row in release_test_rows(release, chunk_size=chunk_size))
 
 
 def release_rows_raw(release: Release, chunk_size: int = 2000) -> Iterator[str]:
-    """Frozen test rows as the database's JSON text: no decode/encode round trip for JSONL."""
-    return release_entries(release).annotate(
-        raw=Cast("data", TextField())).values_list("raw", flat=True).iterator(chunk_size=chunk_size)
-
-
-class _SlimRow(Func):
-    """A test row's JSON text without the procedure text and the APIs (and, on PostgreSQL, the context).
-
-    The CSV and Hugging Face writers need the procedure and its APIs once per procedure, not once
-    per test, so the database drops them; they come back from the release's frozen procedure
-    records. On PostgreSQL the context comes as its own column (_ContextText), so that a context
-    extending the previous row's is decoded from its new messages only (see release_rows_slim);
-    SQLite would parse every row's JSON a second time for it, which costs more than it saves
-    (measured: 14.9 µs a row for both columns against 9.3 µs for the one).
-    """
-
-    output_field = TextField()
-    template = "CAST(%(expressions)s AS TEXT)"
-
-    def as_sqlite(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection,
-                           template="json_remove(%(expressions)s, '$.apis', '$.procedure.text')", **extra)
-
-    def as_postgresql(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection,
-                           template="(((%(expressions)s #- '{procedure,text}') - 'apis') - 'context')::text", **extra)
-
-
-class _ContextText(Func):
-    """PostgreSQL: the row's context as jsonb renders it; elsewhere NULL (the context stays in the row)."""
-
-    output_field = TextField()
-    template = "NULL"
-
-    def as_postgresql(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="(%(expressions)s -> 'context')::text", **extra)
-
-
-def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
-    """Frozen test rows, decoded, equal to release_rows() but much cheaper per row.
-
-    Rows come in conversation order, so a context is usually the previous one plus a few
-    messages. When the previous context's text (without its closing bracket, followed by a
-    comma) starts this one's, the parser is in the same state at that point, so only the rest
-    is decoded and appended: every message is decoded once per conversation, not once per test.
-    """
-    procedures: dict[int, dict[str, Any]] = {}
-    loads = json.loads
-    qs = release_entries(release).annotate(slim=_SlimRow("data"), ctx=_ContextText("data")).values_list("slim", "ctx")
-    prev_text, prev_ctx = "", []
-    for text, ctx_text in plain_rows(qs, chunk_size):
-        d = loads(text)
-        if ctx_text is not None:
-            n = len(prev_text)
-            if n > 2 and len(ctx_text) > n and ctx_text[n - 1] == "," and ctx_text.startswith(prev_text[:-1]):
-                ctx = prev_ctx + loads("[" + ctx_text[n:])
-            elif ctx_text == prev_text:
-                ctx = prev_ctx[:]
-            else:
-                ctx = loads(ctx_text)
-            d["context"] = ctx
-            prev_text, prev_ctx = ctx_text, ctx
-        proc = d["procedure"]
-        if "apis" in d and "text" in proc:  # a database without JSON functions: already whole
-            yield d
-            continue
-        pid = proc["id"]
-        rec = procedures.get(pid)
-        if rec is None:
-            if len(procedures) > 20_000:
-                procedures.clear()
-            rec = procedures[pid] = release.records.get(kind="procedure", object_id=pid).data
-        proc["text"] = rec["text"]
-        d["apis"] = rec["apis"]
-        yield d
-
-
-def plain_rows(qs, chunk_size: int) -> Iterator[tuple]:
-    """The queryset's rows as the database cursor returns them (text columns need no converter),
-    without the ORM's per-row iterator; a server-side cursor on PostgreSQL, as .iterator() uses
-    (Django declares it WITH HOLD outside a transaction)."""
-    sql, params = qs.query.sql_with_params()
-    with connections[qs.db].chunked_cursor() as cursor:
-        cursor.execute(sql, params)
-        while rows := cursor.fetchmany(chunk_size):
-            yield from rows
+    """Whole test rows as the database's JSON text: no decode/encode round trip for JSONL."""
+    return json_texts(release, chunk_size)
 
 
 def release_records(release: Release, kinds: Iterable[str], chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
-    return release.records.filter(kind__in=list(kinds)).order_by("id").values_list(
-        "data", flat=True).iterator(chunk_size=chunk_size)
+    return records(release, kinds, chunk_size)
 
 
 # --- writers ------------------------------------------------------------------------------------
@@ -173,7 +90,7 @@ def jsonl_chunks(rows: Iterable[dict[str, Any] | str], batch: int = BATCH) -> It
 
 
 def release_csv_lines(release: Release, chunk_size: int = 2000) -> Iterator[str]:
-    return release_entries(release).values_list("csv_line", flat=True).iterator(chunk_size=chunk_size)
+    return csv_lines(release, chunk_size)
 
 
 def release_csv(release: Release) -> Iterator[str]:

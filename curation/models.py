@@ -189,6 +189,10 @@ class Release(models.Model):
     manifest = models.JSONField(default=dict)
     card = models.TextField(blank=True)
     licence = models.CharField(max_length=100, default="CC-BY-4.0")
+    # How the rows are stored (curation.release_rows): 1, every ReleaseTest row self-contained
+    # (releases made before format 2, and rows built by hand); 2, release_create's slim rows that
+    # name their procedure, whose intent, text and APIs the release's records hold once.
+    format = models.PositiveSmallIntegerField(default=1)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -204,10 +208,18 @@ class Release(models.Model):
 class ReleaseTest(models.Model):
     """One test frozen into a release: the row's content is copied so later edits can't leak in."""
 
-    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="entries")
+    # No index of its own: the unique (release, test_id) and the order index both start with it.
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="entries", db_index=False)
     test_id = models.PositiveBigIntegerField()
     conversation_id = models.PositiveBigIntegerField()
     position = models.PositiveIntegerField()
+    # NULL: `data` is the whole row and `csv_line` the whole CSV record. Set (format 2): `data`
+    # lacks "intent", "procedure" and "apis", and `csv_line` the six cells from intent_id to apis;
+    # both come back from the release's records (curation.release_rows splices them in).
+    procedure_id = models.PositiveBigIntegerField(null=True, blank=True)
+    # Set (format 2): the context is the first `context_len` messages of the release's record of
+    # the conversation, so `data` has no "context" and `csv_line` no context cell.
+    context_len = models.PositiveIntegerField(null=True, blank=True)
     data = models.JSONField()
     # The test's ALMITA-style CSV record, rendered once when the release is made (releases never
     # change), so the CSV download streams stored text like the JSONL one instead of re-encoding.
@@ -230,7 +242,8 @@ class ReleaseRecord(models.Model):
     conversation), in the import format's record shape, so the JSONL export of a release never
     reads live rows."""
 
-    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="records")
+    # No index of its own: the unique (release, kind, object_id) starts with it.
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="records", db_index=False)
     kind = models.CharField(max_length=32)
     object_id = models.PositiveBigIntegerField()
     data = models.JSONField()

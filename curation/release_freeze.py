@@ -1,104 +1,45 @@
-"""Freezing a release's tests and records: set-based reads, one encoding per row, multi-row inserts.
+"""Freezing a release (storage format 2, read back by curation.release_rows).
 
-release_create used to walk the selection 500 conversations at a time, with a query for the
-conversations, one for their APIs and one for their tests per batch, and encoded every row twice
-(once for the content hash, once more inside the ORM's insert). Now:
-
-* the lineage (procedures with intents, APIs, paths, conversation graphs, flowgraphs) is read
-  once, each table in one query selected by a subquery of the tests;
-* conversations and tests stream in two ordered queries, merged in Python, as plain values;
-* each test row is encoded once to its canonical JSON, built from pieces cached per procedure
-  and per conversation (a conversation's contexts are prefixes of each other); that text feeds
-  the content hash and is inserted as it is (multi-row INSERTs, the backend's largest batch).
-
-The query count does not depend on the number of tests apart from the inserts (one per batch of
-rows). The hash covers the same bytes in the same order as before, so release_verify is unchanged.
+* The lineage (procedures with intents, APIs, paths, conversation graphs, flowgraphs) is read
+  once, each table in one query selected by a subquery of the tests; conversations and tests
+  stream in two ordered queries, merged in Python, as plain database text.
+* Per test only what is per test is stored: the slim row's canonical JSON (no "intent",
+  "procedure", "apis": the release's procedure and intent records hold them once) and its CSV
+  record without the six procedure cells. A context that is the first k messages of its
+  conversation (compared as the database's text, so nothing is decoded) is stored as k
+  (context_len) and comes back from the conversation record, which no longer repeats its tests.
+  Other contexts stay in the row, encoded from their new messages only.
+* The rows are written in bulk by curation.release_writer while the next batch is built. The
+  query count does not depend on the number of tests.
+* The content hash covers, per test, the procedure id, context length, stored JSON text and CSV
+  record (test_hash_line), then each batch's records: every stored value that reaches an output.
 """
 from __future__ import annotations
 
-import io
 import json
 from collections import Counter, defaultdict
 from itertools import groupby
 from types import SimpleNamespace
 from typing import Any
 
-from django.db import connection
-
-from curation.csv_render import _ENCODE, CsvLineMaker
+from curation.csv_render import _ENCODE, _cell
 from curation.models import Release, ReleaseRecord, ReleaseTest
+from curation.release_writer import Writer, copy_json, copy_line, copy_text
 from generation.imports import (
     api_row_to_dict, conversation_graph_record, conversation_record, flowgraph_record, intent_record, path_record,
     procedure_record,
 )
 from generation.models import Api, Conversation, ConversationGraph, Flowgraph, Procedure, SampledPath
+from generation.pipeline.extract import format_api_call
 
 CHUNK = 500  # conversations per hash batch (release_verify reads records back per batch)
+FLUSH_ROWS = 5000  # tests per background write (and per read of the tests)
+NULL = "\\N"  # COPY's text format
 NO_NOISE = "none"
 
 # Compact JSON, sorted keys, non-ASCII kept (what releases.canonical hashes), from a C encoder
 # built once: json.dumps builds one per call, which dominated for small values.
 canonical_text = _ENCODE
-
-
-TEST_KEYS = sorted(("test_id", "conversation_id", "position", "intent", "procedure", "apis", "context", "expected",
-                    "expected_action", "noise_kinds", "conversation_mode", "path_id", "path_node_ids",
-                    "conversation_graph_id", "flowgraph_id", "job_id"))
-
-
-def expected_of(kind: str, text: str, api_name: str, params: Any) -> dict[str, Any]:
-    if kind == "api_call":
-        return {"type": "api_call", "name": api_name, "parameters": params}
-    return {"type": "reply", "content": text}
-
-
-class _Insert:
-    """Pre-encoded rows written in bulk; JSON columns take the canonical text as it is.
-
-    PostgreSQL: COPY … FROM STDIN (one statement per flush, no SQL literal to parse for ~8 KB of
-    text per row). Other backends: multi-row INSERTs, as many rows as the parameter limit allows.
-    COPY goes through psycopg2's copy_expert, which Django's query log does not record.
-    """
-
-    def __init__(self, model, columns: list[str]) -> None:
-        self.table = connection.ops.quote_name(model._meta.db_table)
-        self.columns = columns
-        self.names = ", ".join(connection.ops.quote_name(c) for c in columns)
-        self.copy = connection.vendor == "postgresql"
-        self.row_sql = "(" + ", ".join("%s" for _ in columns) + ")"
-        fields = [model._meta.get_field(c) for c in columns]
-        # The backend's limit on parameters per statement (SQLite), at most 1,000 rows.
-        self.per_statement = max(1, min(1000, connection.ops.bulk_batch_size(fields, range(100_000))))
-        if self.copy:
-            self.per_statement = 5000
-        self.pending: list[tuple] = []
-
-    def add(self, row: tuple) -> None:
-        self.pending.append(row)
-        if len(self.pending) >= self.per_statement:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.pending:
-            return
-        with connection.cursor() as cursor:
-            if self.copy:
-                buf = io.StringIO()
-                buf.writelines("\t".join(_copy_field(v) for v in row) + "\n" for row in self.pending)
-                buf.seek(0)
-                cursor.copy_expert(f"COPY {self.table} ({self.names}) FROM STDIN", buf)
-            else:
-                cursor.execute(f"INSERT INTO {self.table} ({self.names}) VALUES "
-                               + ", ".join([self.row_sql] * len(self.pending)),
-                               [v for row in self.pending for v in row])
-        self.pending = []
-
-
-def _copy_field(value: Any) -> str:
-    """One field of COPY's text format (no NULLs are written here)."""
-    if value.__class__ is not str:
-        return str(value)
-    return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
 def _lineage(tests_qs) -> dict[str, Any]:
@@ -107,7 +48,9 @@ def _lineage(tests_qs) -> dict[str, Any]:
     convs = Conversation.objects.filter(pk__in=conv_ids).order_by()
     path_qs = SampledPath.objects.filter(pk__in=convs.values("path_id")).order_by()
     graph_qs = ConversationGraph.objects.filter(pk__in=path_qs.values("conversation_graph_id")).order_by()
-    paths = {p.pk: p for p in path_qs}
+    # Paths as plain values (one per conversation: model instances cost more than the rest here).
+    fields = ("pk", "conversation_graph_id", "node_ids", "sampler", "seed", "index")
+    paths = {v[0]: SimpleNamespace(**dict(zip(fields, v))) for v in path_qs.values_list(*fields)}
     graphs = {g.pk: g for g in graph_qs.defer("svg")}
     flowgraphs = {f.pk: f for f in Flowgraph.objects.filter(pk__in=graph_qs.values("flowgraph_id")).defer("svg")}
     procs = {p.pk: p for p in Procedure.objects.filter(pk__in=convs.values("procedure_id")).select_related("intent")}
@@ -117,42 +60,28 @@ def _lineage(tests_qs) -> dict[str, Any]:
     return {"paths": paths, "graphs": graphs, "flowgraphs": flowgraphs, "procs": procs, "apis": apis}
 
 
-class _Pieces:
-    """Encoded JSON values shared by many test rows (per procedure; per conversation)."""
-
-    def __init__(self, lineage: dict[str, Any]) -> None:
-        self.lineage = lineage
-        self.proc: dict[int, dict[str, str]] = {}
-
-    def of_procedure(self, pid: int) -> dict[str, str]:
-        got = self.proc.get(pid)
-        if got is None:
-            proc = self.lineage["procs"][pid]
-            intent = proc.intent
-            got = self.proc[pid] = {
-                "intent": canonical_text({"id": intent.pk, "client": intent.client, "issue": intent.issue,
-                                          "name": intent.name}),
-                "procedure": canonical_text({"id": proc.pk, "title": proc.title, "text": proc.text}),
-                "apis": canonical_text(self.lineage["apis"][pid]),
-            }
-        return got
-
-
 def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
-    """Write the release's ReleaseTest and ReleaseRecord rows; return the manifest's statistics."""
+    """Write the release's ReleaseTest (format 2) and ReleaseRecord rows; return the manifest's statistics."""
     lin = _lineage(tests_qs)
-    pieces = _Pieces(lin)
+    writer = Writer()
+    try:
+        return _freeze(release, tests_qs, digest, lin, writer)
+    finally:
+        writer.thread and writer.thread.join()  # never leave a write running on the connection
+
+
+def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Writer) -> dict[str, Any]:
     procs, paths, graphs, flowgraphs, apis = lin["procs"], lin["paths"], lin["graphs"], lin["flowgraphs"], lin["apis"]
-    tests_out = _Insert(ReleaseTest, ["release_id", "test_id", "conversation_id", "position", "data", "csv_line"])
-    records_out = _Insert(ReleaseRecord, ["release_id", "kind", "object_id", "data"])
-    conv_rows = Conversation.objects.filter(pk__in=tests_qs.order_by().values("conversation_id")).order_by(
-        "pk").values_list("pk", "procedure_id", "path_id", "noise_kinds", "mode", "job_id", "messages").iterator(
-        chunk_size=CHUNK)
-    test_rows = tests_qs.order_by("conversation_id", "position").values_list(
+    tests_out = writer.table(ReleaseTest, ["release_id", "test_id", "conversation_id", "position", "procedure_id",
+                                           "context_len", "data", "csv_line"])
+    records_out = writer.table(ReleaseRecord, ["release_id", "kind", "object_id", "data"])
+    pg = writer.pg
+    conv_rows = writer.reader(Conversation.objects.filter(pk__in=tests_qs.order_by().values("conversation_id")).order_by(
+        "pk").values_list("pk", "procedure_id", "path_id", "noise_kinds", "mode", "job_id", "messages"), CHUNK)
+    test_rows = writer.reader(tests_qs.order_by("conversation_id", "position").values_list(
         "pk", "conversation_id", "position", "context", "expected_type", "expected_text", "expected_api_name",
-        "expected_parameters", "action", "job_id").iterator(chunk_size=2000)
+        "expected_parameters", "action", "job_id"), FLUSH_ROWS)
     seen: dict[str, set[int]] = defaultdict(set)
-    csv_line = CsvLineMaker()
     jobs: set[int] = set()
     counts: Counter = Counter()
     noise: Counter = Counter()
@@ -160,9 +89,14 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
     records: list[tuple[str, int, str]] = []
     rid = release.pk
     n_convs = 0
+    enc, update = _ENCODE, digest.update
+    expected: dict[tuple, tuple[str, str]] = {}  # (JSON, CSV cells) of recent expected outputs
+    actions: dict[str, tuple[str, str]] = {}
+    pending: list[tuple] = []
     for cid, group in groupby(test_rows, key=lambda r: r[1]):
-        c_pk, pid, path_id, noise_kinds, mode, conv_job, messages = next(conv_rows)
+        c_pk, pid, path_id, noise_raw, mode, conv_job, messages = next(conv_rows)
         assert c_pk == cid, (c_pk, cid)  # both streams are ordered by conversation id
+        noise_list = list(_json(noise_raw) or [])
         proc, path = procs[pid], paths.get(path_id)
         cg = graphs[path.conversation_graph_id] if path is not None else None
         lineage = [("intent", proc.intent, intent_record),
@@ -176,45 +110,67 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
                 records.append((kind, obj.pk, canonical_text(to_record(obj))))
                 if getattr(obj, "job_id", None):
                     jobs.add(obj.job_id)
-        shared = pieces.of_procedure(pid)
-        noise_list = list(noise_kinds or [])
-        fixed = {
-            "conversation_id": str(cid), "conversation_mode": canonical_text(mode),
-            "noise_kinds": canonical_text(noise_list),
-            "path_id": canonical_text(path.pk if path else None),
-            "path_node_ids": canonical_text(list(path.node_ids) if path else []),
-            "conversation_graph_id": canonical_text(cg.pk if cg else None),
-            "flowgraph_id": canonical_text(cg.flowgraph_id if cg else None), **shared,
-        }
-        intent_d, proc_d = json.loads(shared["intent"]), json.loads(shared["procedure"])
-        path_d = {"path_id": path.pk if path else None, "path_node_ids": list(path.node_ids) if path else [],
-                  "conversation_graph_id": cg.pk if cg else None, "flowgraph_id": cg.flowgraph_id if cg else None}
-        frozen_tests = []
-        for t_pk, _cid, position, context, etype, etext, ename, eparams, action, t_job in group:
-            expected = expected_of(etype, etext, ename, eparams)
+        nodes = list(path.node_ids) if path else []
+        noise_text, nodes_text = enc(noise_list), enc(nodes)
+        # The slim row's text around its per-test values (keys in canonical order, see release_rows).
+        fg = cg.flowgraph_id if cg else None
+        after_exp = f',"conversation_graph_id":{enc(cg.pk if cg else None)},"conversation_id":{cid},' \
+                    f'"conversation_mode":{enc(mode)},"expected":'
+        after_fg = f',"flowgraph_id":{enc(fg)},"job_id":'
+        after_pos = f',"noise_kinds":{noise_text},"path_id":{enc(path.pk if path else None)},' \
+                    f'"path_node_ids":{nodes_text},"position":'
+        csv_conv = ",".join((_cell(",".join(noise_list)) if noise_list else "", "" if fg is None else str(fg),
+                             "" if cg is None else str(cg.pk), _cell(" ".join(nodes)) if nodes else ""))
+        # Readers cut the slim text at its last ,"job_id": key (release_rows.splice_text): what
+        # follows it are numbers and these two lists, whose items are strings (the CSV record
+        # joins them: anything else fails here, as it did in format 1), so none can hold one.
+        ctx = _Context()
+        n_tests = 0
+        # A context that is the first k messages of the conversation is stored as k alone.
+        prefixes = _prefix_ends(messages)
+        head_exp = "{" + after_exp[1:]
+        for t_pk, _cid, position, context_raw, etype, etext, ename, eparams_raw, action, t_job in group:
+            k = None
+            if prefixes is not None and context_raw.__class__ is str:
+                k = 0 if context_raw == "[]" else prefixes.get(len(context_raw) - 1)
+                if k and not (context_raw[-1] == "]" and messages.startswith(context_raw[:-1])):
+                    k = None
+            key = (etype, etext, ename, eparams_raw)
+            exp = expected.get(key)
+            if exp is None:
+                exp = expected[key] = _expected(etype, etext, ename, eparams_raw)
+                if len(expected) > 10_000:
+                    expected.clear()
+            act = actions.get(action)
+            if act is None:
+                act = actions[action] = (enc(action), _cell(action or ""))
             job = t_job or conv_job
-            row = {"test_id": t_pk, "conversation_id": cid, "position": position, "intent": intent_d,
-                   "procedure": proc_d, "apis": apis[pid], "context": context, "expected": expected,
-                   "expected_action": action, "noise_kinds": noise_list, "conversation_mode": mode, **path_d,
-                   "job_id": job}
-            line = csv_line(row)  # also leaves the context's canonical JSON in csv_line.context
-            ctx_text, exp_text, pos = csv_line.context, canonical_text(expected), str(position)
-            parts = {**fixed, "test_id": str(t_pk), "position": pos, "context": ctx_text, "expected": exp_text,
-                     "expected_action": canonical_text(action), "job_id": "null" if job is None else str(job)}
-            text = "{" + ",".join([f'"{k}":{parts[k]}' for k in TEST_KEYS]) + "}"
-            digest.update(text.encode())
-            digest.update(b"\n")
-            tests_out.add((rid, t_pk, cid, position, text, line))
-            frozen_tests.append(f'{{"context":{ctx_text},"expected":{exp_text},"position":{pos}}}')
+            rest = (f'{exp[0]},"expected_action":{act[0]}{after_fg}'
+                    f'{"null" if job is None else job}{after_pos}{position},"test_id":{t_pk}}}')
+            if k is None:
+                ctx_text, ctx_cell = ctx.next(context_raw)
+                text = f'{{"context":{ctx_text}{after_exp}{rest}'
+                line = f"{t_pk},{cid},{position},{ctx_cell},{exp[1]},{csv_conv},{act[1]}"
+            else:
+                text = head_exp + rest
+                line = f"{t_pk},{cid},{position},{exp[1]},{csv_conv},{act[1]}"
+            # What the content hash covers of a test: every stored value that reaches an output.
+            update(test_hash_line(pid, k, text, line))
+            pending.append(f"{rid}\t{t_pk}\t{cid}\t{position}\t{pid}\t{NULL if k is None else k}\t"
+                           f"{copy_json(text)}\t{copy_text(line)}\n"
+                           if pg else (rid, t_pk, cid, position, pid, k, text, line))
+            n_tests += 1
             expected_types[etype] += 1
-            counts["tests"] += 1
             if t_job:
                 jobs.add(t_job)
-        conv = SimpleNamespace(pk=cid, procedure_id=pid, path_id=path_id, mode=mode, messages=messages,
-                               noise_kinds=noise_kinds)
-        head = canonical_text(conversation_record(conv, []))  # "tests" sorts last: splice the tests in
-        assert head.endswith(',"tests":[]}')
-        records.append(("conversation", cid, head[:-3] + "[" + ",".join(frozen_tests) + "]}"))
+        if len(pending) >= FLUSH_ROWS:
+            tests_out.pending, pending = pending, []
+            writer.flush()
+        counts["tests"] += n_tests
+        conv = SimpleNamespace(pk=cid, procedure_id=pid, path_id=path_id, mode=mode, messages=_json(messages),
+                               noise_kinds=_json(noise_raw))
+        # Format 2: the record's "tests" stay empty; release_rows.records fills them from the rows.
+        records.append(("conversation", cid, canonical_text(conversation_record(conv, []))))
         seen["conversation"].add(cid)
         if conv_job:
             jobs.add(conv_job)
@@ -224,8 +180,10 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
             noise[NO_NOISE] += 1
         n_convs += 1
         if n_convs % CHUNK == 0:
-            _flush_records(records, records_out, rid, digest, tests_out)
-    _flush_records(records, records_out, rid, digest, tests_out)
+            _hash_records(records, records_out, rid, digest, pg)
+    _hash_records(records, records_out, rid, digest, pg)
+    tests_out.pending += pending
+    writer.close()
     for kind, ids in seen.items():
         counts[kind + "s"] = len(ids)
     counts["procedures_with_apis"] = sum(1 for pid in seen["procedure"] if apis.get(pid))
@@ -233,12 +191,91 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
             "jobs": sorted(jobs)}
 
 
-def _flush_records(records: list, records_out: _Insert, rid: int, digest, tests_out: _Insert) -> None:
+def test_hash_line(pid: int | None, context_len: int | None, text: str, line: str) -> bytes:
+    """What the content hash covers of one format-2 test: every stored value that reaches an output
+    (the procedure and the number of messages it names, its JSON text, its CSV record, whose length
+    keeps rows apart)."""
+    return (f"{'' if pid is None else pid}\t{'' if context_len is None else context_len}\t{text}\t"
+            f"{len(line)}\t{line}\n").encode()
+
+
+def _prefix_ends(raw: Any) -> dict[int, int] | None:
+    """{n: k}: raw[:n] followed by "]" is the database's text of the array's first k items
+    (None: not an array's text)."""
+    out: dict[int, int] = {}
+    if raw.__class__ is not str or not raw.startswith("["):
+        return None
+    i, k, n = 1, 0, len(raw)
+    while True:
+        while i < n and raw[i] in " \t\n\r":
+            i += 1
+        if i >= n or raw[i] == "]":
+            return out
+        try:
+            i = _SCAN(raw, i)[1]
+        except (ValueError, StopIteration):
+            return None
+        k += 1
+        out[i] = k
+        while i < n and raw[i] in " \t\n\r":
+            i += 1
+        if i < n and raw[i] == ",":
+            i += 1
+        else:
+            return out
+
+
+_SCAN = json.JSONDecoder().scan_once  # the C scanner without json.loads's per-call checks
+
+
+def _json(raw: Any) -> Any:
+    """A JSON column's value from the raw cursor (text on every backend Django configures)."""
+    if isinstance(raw, str):
+        return _SCAN(raw.strip(), 0)[0] if raw else json.loads(raw)
+    return json.loads(raw) if isinstance(raw, bytes) else raw
+
+
+def _expected(etype: str, etext: str, ename: str, eparams_raw: Any) -> tuple[str, str]:
+    """A test's expected output as canonical JSON and as its four CSV cells (as CsvLineMaker)."""
+    if etype == "api_call":
+        params = _json(eparams_raw)
+        text = f'{{"name":{_ENCODE(ename)},"parameters":{_ENCODE(params)},"type":"api_call"}}'
+        params = params or {}
+        return text, f"api_call,{_cell(format_api_call(ename, params))},{_cell(ename)},{_cell(_ENCODE(params))}"
+    return f'{{"content":{_ENCODE(etext)},"type":"reply"}}', f"reply,{_cell(etext)},,"
+
+
+class _Context:
+    """One conversation's contexts, in position order: canonical JSON and its CSV cell.
+
+    Each context usually extends the previous one, and the database's text of it then starts with
+    the previous text (without its closing bracket) and a comma: only the new messages are
+    decoded and encoded, so every message costs once per conversation, not once per test.
+    """
+
+    def __init__(self) -> None:
+        self.raw, self.text, self.escaped = "", "[]", "[]"
+
+    def next(self, raw: Any) -> tuple[str, str]:
+        prev, n = self.raw, len(self.raw)
+        if isinstance(raw, str) and n > 2 and len(raw) > n and raw[n - 1] == "," and raw.startswith(prev[:-1]):
+            new = _SCAN("[" + raw[n:], 0)[0]
+            tail = "," + _ENCODE(new)[1:] if new else "]"
+            self.text = self.text[:-1] + tail
+            self.escaped = self.escaped[:-1] + tail.replace('"', '""')
+        elif raw != prev or not isinstance(raw, str):
+            self.text = _ENCODE(_json(raw))
+            self.escaped = self.text.replace('"', '""')
+        self.raw = raw if isinstance(raw, str) else ""
+        # A JSON array never starts a formula; it needs quotes once it holds a string or a comma.
+        if len(self.escaped) == len(self.text) and "," not in self.text:
+            return self.text, self.escaped
+        return self.text, '"' + self.escaped + '"'
+
+
+def _hash_records(records: list, records_out, rid: int, digest, pg: bool) -> None:
     """End of a hash batch: the batch's records follow its tests, in insertion (id) order."""
     for kind, object_id, text in records:
-        digest.update(f'["{kind}",{text}]'.encode())
-        digest.update(b"\n")
-        records_out.add((rid, kind, object_id, text))
+        digest.update(f'["{kind}",{text}]\n'.encode())
+        records_out.pending.append(copy_line((rid, kind, object_id, text)) if pg else (rid, kind, object_id, text))
     records.clear()
-    tests_out.flush()
-    records_out.flush()

@@ -5,6 +5,7 @@ import json
 from typing import Any
 
 from curation.models import Release
+from curation.release_rows import release_test_rows
 
 PREVIEW_ROWS = 10
 
@@ -17,8 +18,9 @@ def _short(text: Any, limit: int = 160) -> str:
 
 def release_preview(release: Release, rows: int = PREVIEW_ROWS) -> list[dict[str, Any]]:
     out = []
-    for entry in release.entries.order_by("conversation_id", "position", "id")[:rows]:
-        data = entry.data if isinstance(entry.data, dict) else {}
+    first = list(release.entries.order_by("conversation_id", "position", "id").values_list("pk", flat=True)[:rows])
+    for _pk, _conv, _pos, data in release_test_rows(release, entry_ids=first):
+        data = data if isinstance(data, dict) else {}
         context = data.get("context") or []
         last = context[-1] if context and isinstance(context[-1], dict) else {}
         expected = data.get("expected") or {}
@@ -27,7 +29,7 @@ def release_preview(release: Release, rows: int = PREVIEW_ROWS) -> list[dict[str
         else:
             shown = expected.get("content", "")
         out.append({
-            "test_id": entry.test_id, "conversation_id": entry.conversation_id, "position": entry.position,
+            "test_id": data.get("test_id"), "conversation_id": _conv, "position": _pos,
             "intent": _short((data.get("intent") or {}).get("name", ""), 60),
             "last": f"{last.get('role', '')}: {_short(last.get('content', ''))}" if last else "",
             "expected_type": expected.get("type", ""), "expected": _short(shown),

@@ -18,7 +18,8 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from curation.models import Release, ReleaseTest
+from curation.models import Release
+from curation.release_rows import release_test_rows
 from evaluation import metrics as M
 from evaluation import sessions as SS
 from evaluation.models import Agent, ResultState, RunStatus, SessionResult, SessionRun
@@ -44,7 +45,7 @@ def _tasks_for(release: Release, limit: int | None) -> tuple[list[tuple[int, dic
     """[(conversation id, task JSON)] for the release's conversations (first `limit` by id), and
     the ids of conversations that cannot be a session (no user message)."""
     rows: dict[int, list[dict]] = {}
-    for conv, data in release.entries.order_by("conversation_id", "position").values_list("conversation_id", "data"):
+    for _pk, conv, _pos, data in release_test_rows(release):
         rows.setdefault(conv, []).append(data)
     tasks, skipped = [], []
     for conv in sorted(rows)[:limit] if limit else sorted(rows):
@@ -205,8 +206,8 @@ def session_run_step(*, run_id: int) -> bool:
     if result is None:
         session_run_finish_if_done(run_id=run_id)
         return False
-    data = (ReleaseTest.objects.filter(release_id=run.release_id, conversation_id=result.conversation_id)
-            .order_by("position").values_list("data", flat=True).first() or {})
+    data = next((row for *_ids, row in release_test_rows(run.release_id, conversation_ids=[result.conversation_id])),
+                {})
     data = {k: v for k, v in data.items() if k not in ("context", "expected")}
     try:
         fields = simulate_session(run, _task(result.task), data, key=f"sessions{run.pk}:conv{result.conversation_id}")

@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 
 from curation.models import ReleaseTest
+from curation.release_rows import release_test_row, release_test_rows
 from evaluation import dialogue_actions as DA
 from evaluation import dst as D
 from evaluation.agents import PROMPT_TEMPLATE, build_messages
@@ -18,14 +19,10 @@ from evaluation.services.agents import LLM_STAGE, agent_api_key, with_workflow
 
 def conversation_gold_states(release_id: int, conversation_ids=None) -> dict[int, dict[str, Any]]:
     """entry pk -> gold dialogue state, for the release's tests (of the given conversations)."""
-    qs = ReleaseTest.objects.filter(release_id=release_id)
-    if conversation_ids is not None:
-        qs = qs.filter(conversation_id__in=list(conversation_ids))
     by_conv: dict[int, list[tuple[int, dict]]] = {}
-    for pk, conv, pos, context, expected in qs.values_list("pk", "conversation_id", "position", "data__context",
-                                                            "data__expected"):
-        by_conv.setdefault(conv, []).append((pk, {"position": pos, "context": context or [],
-                                                  "expected": expected or {}}))
+    for pk, conv, pos, row in release_test_rows(release_id, conversation_ids=conversation_ids):
+        by_conv.setdefault(conv, []).append((pk, {"position": pos, "context": row.get("context") or [],
+                                                  "expected": row.get("expected") or {}}))
     out = {}
     for items in by_conv.values():
         for (pk, _), state in zip(items, D.gold_states([t for _, t in items])):
@@ -42,7 +39,7 @@ def agent_state(agent: Agent, entry: ReleaseTest, *, key: str) -> dict[str, Any]
         return {"api": None, "slots": {}}
     from generation.llm import chat
 
-    data = with_workflow(agent, entry.data or {})
+    data = with_workflow(agent, release_test_row(entry))
     messages = build_messages(data, knowledge=agent.knowledge)
     messages[0]["content"] += "\n\n" + D.DST_INSTRUCTION
     result = chat(stage=LLM_STAGE, messages=messages, model=agent.model or settings.EVALUATION_MODEL,
@@ -56,9 +53,9 @@ def agent_state(agent: Agent, entry: ReleaseTest, *, key: str) -> dict[str, Any]
 def dialogue_sections(run: EvaluationRun, groups: dict[int, dict[str, list[str]]]) -> dict[str, Any]:
     """The report's "actions" section (first trial; an unanswered test is a wrong action) and,
     for a DST run, its "dst" section."""
-    rows = list(run.results.filter(trial=0).values_list("entry_id", "state", "parsed", "predicted_action",
-                                                        "predicted_state", "entry__data__context",
-                                                        "entry__data__expected"))
+    tests = {pk: (row.get("context"), row.get("expected")) for pk, _c, _p, row in release_test_rows(run.release_id)}
+    rows = [(pk, *rest, *tests[pk]) for pk, *rest in run.results.filter(trial=0).values_list(
+        "entry_id", "state", "parsed", "predicted_action", "predicted_state")]
     pairs, finished = [], not run.is_active
     dst_rows = []
     gold = conversation_gold_states(run.release_id) if run.dst else {}

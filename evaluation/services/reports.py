@@ -6,7 +6,8 @@ from typing import Any
 
 from django.db.models import Count, Q
 
-from curation.models import Release, ReleaseTest
+from curation.models import Release
+from curation.release_rows import release_test_rows
 from evaluation import metrics as M
 from evaluation import similarity as S
 from evaluation import trials as T
@@ -32,8 +33,7 @@ def run_trial_outcomes(run: EvaluationRun) -> list[tuple[int, int, M.Outcome]]:
     """(entry pk, trial, outcome) for every answered test, and for every test whose call failed
     (an unanswered outcome: wrong). Once the run has stopped, tests it never reached count as
     unanswered too; while it runs they are simply not there yet."""
-    entries = list(ReleaseTest.objects.filter(release_id=run.release_id)
-                   .values_list("pk", "conversation_id", "position", "data"))
+    entries = list(release_test_rows(run.release_id))
     groups = _groups_for(entries)
     expected = {pk: (data.get("expected") or {}) for pk, _c, _p, data in entries}
     conv = {pk: c for pk, c, _p, _d in entries}

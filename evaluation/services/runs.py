@@ -22,6 +22,7 @@ from django.utils import timezone
 from evaluation.agent_kinds import lanes_for  # issue #18: an HTTP agent caps the run's lanes
 
 from curation.models import Release
+from curation.release_rows import release_test_row
 from evaluation import metrics as M
 from evaluation import similarity as S
 from evaluation.models import Agent, EvaluationRun, ResultState, RunStatus, TestResult
@@ -167,7 +168,7 @@ def run_step(*, run_id: int, run: EvaluationRun | None = None) -> bool:
     if result is None:
         run_finish_if_done(run_id=run_id)
         return False
-    data = result.entry.data or {}
+    data = release_test_row(result.entry)
     key = f"run{run.pk}:test{result.entry.test_id}" + (f":trial{result.trial}" if result.trial else "")
     fields: dict[str, Any]
     try:

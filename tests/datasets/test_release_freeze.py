@@ -12,9 +12,9 @@ from django.test.utils import CaptureQueriesContext
 from curation.csv_render import CsvLineMaker
 from curation.models import ReleaseKind, ReleaseTest
 from curation.release_freeze import canonical_text
-from curation.releases import canonical, release_create, release_verify
-from generation.imports import api_row_to_dict, conversation_record
-from generation.models import Conversation, CurationStatus, Test
+from curation.releases import release_create, release_verify
+from generation.imports import api_row_to_dict, conversation_record, path_record
+from generation.models import Conversation, CurationStatus, SampledPath, Test
 from tests.curation.factories import build_lineage
 
 pytestmark = pytest.mark.django_db
@@ -62,27 +62,35 @@ def expected_rows(tests) -> list[dict]:
 
 
 def test_frozen_rows_equal_the_per_test_construction(researcher):
+    from curation.release_rows import PIECE_KEYS, csv_lines, records, release_test_rows
+
     build_lineage(conversations=3)
     build_lineage(conversations=2, seed=4)
     release = release_create(name="auto", kind=ReleaseKind.AUTOMATIC, created_by=researcher)
-    entries = list(release.entries.order_by("conversation_id", "position"))
     want = expected_rows(Test.objects.all())
-    assert [e.data for e in entries] == want
+    assert [row for *_ids, row in release_test_rows(release)] == want
     make = CsvLineMaker()
-    assert [e.csv_line for e in entries] == [make(d) for d in want]
-    # The stored JSON is the canonical text the hash covers (SQLite keeps it as written).
+    assert list(csv_lines(release)) == [make(d) for d in want]
+    # Format 2 stores the slim row (SQLite keeps the canonical text as written) and names its procedure.
+    entries = list(release.entries.order_by("conversation_id", "position"))
+    # Generated tests' contexts are the first messages of their conversation: stored as a count.
+    slim = [{k: v for k, v in d.items() if k not in PIECE_KEYS and k != "context"} for d in want]
+    assert [e.data for e in entries] == slim
+    assert [e.context_len for e in entries] == [len(d["context"]) for d in want]
+    assert [e.procedure_id for e in entries] == [d["procedure"]["id"] for d in want]
     if connection.vendor == "sqlite":
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT data FROM {ReleaseTest._meta.db_table} WHERE release_id = %s "
                            "ORDER BY conversation_id, position", [release.pk])
-            assert [r[0] for r in cursor.fetchall()] == [canonical_text(d) for d in want]
-    assert [canonical(e.data) for e in entries] == [canonical_text(d).encode() for d in want]
+            assert [r[0] for r in cursor.fetchall()] == [canonical_text(d) for d in slim]
     assert release_verify(release)
+    convs = {d["id"]: d for d in records(release, ["conversation"])}
     for conv in Conversation.objects.all():
-        record = release.records.get(kind="conversation", object_id=conv.pk).data
-        assert record == canonical_json(conversation_record(conv, [
+        assert convs[f"conversation-{conv.pk}"] == canonical_json(conversation_record(conv, [
             {"position": t.position, "context": t.context, "expected": t.expected}
             for t in conv.tests.order_by("position")]))
+    paths = {d["id"]: d for d in records(release, ["path"])}
+    assert paths and all(paths[f"path-{p.pk}"] == canonical_json(path_record(p)) for p in SampledPath.objects.all())
     kinds = dict(release.records.values_list("kind").annotate(n=Count("id")).order_by())
     assert kinds == {"intent": 2, "procedure": 2, "flowgraph": 2, "conversation_graph": 2, "path": 5,
                      "conversation": 5}
@@ -135,5 +143,27 @@ def test_slim_rows_decode_contexts_that_extend_the_previous_one_exactly():
     for k, ctx in enumerate(contexts):
         ReleaseTest.objects.create(release=release, test_id=k, conversation_id=1, position=k, data={
             "test_id": k, "procedure": {"id": 1, "title": "P", "text": "T"}, "apis": [{"name": "a"}], "context": ctx})
+    assert list(release_rows_slim(release)) == list(release_rows(release))
+    assert [d["context"] for d in release_rows_slim(release)] == contexts
+
+
+def test_slim_rows_of_canonical_text_decode_the_leading_context_exactly():
+    """Format 1 rows as release_create stored them (canonical text, "context" first): SQLite's
+    slim reader decodes a context that extends the previous one from its new items only."""
+    from curation.exports import release_rows, release_rows_slim
+    from curation.models import Release, ReleaseRecord
+
+    release = Release.objects.create(name="ctx", version=1, content_hash="-", manifest={})
+    ReleaseRecord.objects.create(release=release, kind="procedure", object_id=1,
+                                 data={"kind": "procedure", "id": "procedure-1", "text": "T", "apis": [{"name": "a"}]})
+    contexts = [[], [1], [1, 2], [12], [{"c": "a"}], [{"c": "a"}, {"c": "b"}], [{"c": "ab"}], [{"c": "ab"}],
+                [{"c": "a,b"}], [{"c": "a,b"}, "x"], ["a"], ["a]"], ["a]", 3], ["a]", 3], ["a]", 3, [4, "]"]]]
+    table = connection.ops.quote_name(ReleaseTest._meta.db_table)
+    with connection.cursor() as cursor:
+        for k, ctx in enumerate(contexts):
+            row = {"test_id": k, "procedure": {"id": 1, "title": "P", "text": "T"}, "apis": [{"name": "a"}],
+                   "context": ctx, **({"x": [1]} if k % 2 else {})}
+            cursor.execute(f"INSERT INTO {table} (release_id, test_id, conversation_id, position, data, csv_line) "
+                           "VALUES (%s, %s, 1, %s, %s, '')", [release.pk, k, k, canonical_text(row)])
     assert list(release_rows_slim(release)) == list(release_rows(release))
     assert [d["context"] for d in release_rows_slim(release)] == contexts

@@ -11,7 +11,8 @@ from django.core.management import call_command
 
 from curation.exports import export_release, file_sources, zip_chunks, BUNDLES
 from curation.models import Release, ReleaseKind, ReleaseTest
-from curation.releases import ReleaseError, release_create, release_find, release_verify
+from curation.release_rows import release_test_row
+from curation.releases import ReleaseError, iter_entries, release_create, release_find, release_verify
 from generation.imports import items_import
 from generation.models import (
     Conversation, ConversationGraph, CurationStatus, Flowgraph, Intent, Procedure, SampledPath, Test,
@@ -39,11 +40,11 @@ def test_filters_by_intent_noise_and_stage(imported, researcher):
     accept_all()
     intent = Intent.objects.order_by("pk").first()
     by_intent = release_create(name="r", kind="curated", filters={"intents": [intent.pk]}, created_by=researcher)
-    assert {d["intent"]["id"] for d in by_intent.entries.values_list("data", flat=True)} == {intent.pk}
+    assert {d["intent"]["id"] for d in iter_entries(by_intent)} == {intent.pk}
     noisy = release_create(name="n", kind="curated", filters={"noise_kinds": ["digression"]}, created_by=researcher)
     clean = release_create(name="c", kind="curated", filters={"noise_kinds": ["none"]}, created_by=researcher)
     assert noisy.entries.count() + clean.entries.count() == Test.objects.count()
-    assert all(d["noise_kinds"] == ["digression"] for d in noisy.entries.values_list("data", flat=True))
+    assert all(d["noise_kinds"] == ["digression"] for d in iter_entries(noisy))
     # No flowgraph is accepted yet: an empty release is refused, saying what the filters select.
     with pytest.raises(ReleaseError, match="select 0 tests from 0 conversations and 0 graphs"):
         release_create(name="s", kind="curated", filters={"stages": ["flowgraph"]}, created_by=researcher)
@@ -62,7 +63,7 @@ def test_release_row_is_self_contained(imported, researcher):
     accept_all()
     release = release_create(name="r", kind="curated", filters={}, created_by=researcher)
     entry = release.entries.exclude(data__expected__type="reply").first() or release.entries.first()
-    d = entry.data
+    d = release_test_row(entry)
     for key in ("test_id", "intent", "procedure", "apis", "context", "expected", "noise_kinds",
                 "conversation_id", "position", "path_node_ids", "flowgraph_id"):
         assert key in d

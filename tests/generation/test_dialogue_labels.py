@@ -31,14 +31,16 @@ def test_generated_tests_and_turns_carry_their_actions(settings, fake_openai):
     for conv in Conversation.objects.filter(job=job):
         assert conv.turn_actions == label_turns(conv.messages) and len(conv.turn_actions) == len(conv.messages)
     release = releases.release_create(name="actions", kind="automatic")
-    entries = list(release.entries.all())
+    from curation.release_rows import csv_lines, release_test_rows
+
+    entries = list(zip(release_test_rows(release), csv_lines(release)))
     assert entries
-    for entry in entries:
-        action = Test.objects.get(pk=entry.test_id).action
-        assert entry.data["expected_action"] == action
-        row = next(csv.reader(io.StringIO(entry.csv_line)))
+    for (_pk, _conv, _pos, data), line in entries:
+        action = Test.objects.get(pk=data["test_id"]).action
+        assert data["expected_action"] == action
+        row = next(csv.reader(io.StringIO(line)))
         assert CSV_COLUMNS[-1] == "expected_action" and row[-1] == action and len(row) == len(CSV_COLUMNS)
-        assert entry.csv_line == CsvLineMaker()(entry.data)
+        assert line == CsvLineMaker()(data)
 
 
 def test_review_turns_show_the_action_escaped():
