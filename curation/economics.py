@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any, Iterable
 
 from django.conf import settings
-from django.db.models import Sum
+from django.db.models import Q, QuerySet, Sum
 
 from curation.lineage import STAGE_MODELS
 from curation.models import AuditEvent, ReviewItem
@@ -35,9 +35,13 @@ def items_of_jobs(job_ids: Iterable[int]) -> list[int]:
     return ids
 
 
-def review_minutes(item_ids: Iterable[int]) -> dict[str, Any]:
-    """Annotator and adjudication minutes spent on the items, idle stretches left out."""
-    item_ids = set(item_ids)
+def review_minutes(item_ids: Iterable[int] | QuerySet) -> dict[str, Any]:
+    """Annotator and adjudication minutes spent on the items, idle stretches left out.
+
+    ``item_ids``: ids, or a query of ReviewItem ids (run as a subquery: a release's items can be
+    tens of thousands, too many to send back as a list of parameters)."""
+    if not isinstance(item_ids, QuerySet):
+        item_ids = set(item_ids)
     limit = idle_threshold()
     events = (AuditEvent.objects.filter(item_id__in=item_ids, action__in=[
         AuditEvent.Action.CLAIM, AuditEvent.Action.VERDICT, AuditEvent.Action.RESOLVE])
@@ -61,6 +65,8 @@ def review_minutes(item_ids: Iterable[int]) -> dict[str, Any]:
             resolutions += 1
             resolvers.add(actor)
     # An adjudicator's previous action can be on any item (they work through a list).
+    if resolvers and isinstance(item_ids, QuerySet):
+        item_ids = set(item_ids)
     for actor in resolvers:
         mine = list(AuditEvent.objects.filter(actor_id=actor).order_by("at", "id").values_list("item_id", "action", "at"))
         for (_, _, before), (item, action, at) in zip(mine, mine[1:]):
@@ -96,15 +102,16 @@ def release_economics(release) -> dict[str, Any]:
     from curation.loop import release_conversations
 
     convs = release_conversations(release)
-    items: list[int] = list(ReviewItem.objects.filter(stage="conversation", object_id__in=convs.values("pk"))
-                            .values_list("pk", flat=True))
-    above = {
+    of_stage = {
+        "conversation": convs.values("pk"),
         "conversation_graph": convs.values("path__conversation_graph_id"),
         "flowgraph": convs.values("path__conversation_graph__flowgraph_id"),
         "procedure": convs.values("procedure_id"),
     }
-    for stage, ids in above.items():
-        items += ReviewItem.objects.filter(stage=stage, object_id__in=ids).values_list("pk", flat=True)
+    which = Q(pk__in=[])
+    for stage, ids in of_stage.items():
+        which |= Q(stage=stage, object_id__in=ids)
+    items = ReviewItem.objects.filter(which).values_list("pk", flat=True)
     jobs = [j for j in (release.manifest or {}).get("jobs", []) if j is not None]
     return economics(job_ids=jobs, accepted_tests=release.entries.count(), item_ids=items)
 

@@ -102,3 +102,8 @@ def test_economics_claim_to_verdict_idle_left_out(five, annotator_a, annotator_b
     assert e["cost_per_accepted_test"] == pytest.approx(0.03 / k)
     assert e["minutes_per_accepted_test"] == pytest.approx(14.0 / k)
     assert ReviewItem.objects.filter(pk__in=[i0.pk, i1.pk]).count() == 2
+    # A query of item ids (how release_economics passes a release's items) counts the same minutes
+    # as the ids themselves, the adjudicator's resolution included.
+    from curation.economics import review_minutes
+    by_query = review_minutes(ReviewItem.objects.filter(pk__in=[i0.pk, i1.pk]).values_list("pk", flat=True))
+    assert by_query == review_minutes([i0.pk, i1.pk]) and by_query["resolutions"] == 1
