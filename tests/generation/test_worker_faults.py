@@ -79,8 +79,14 @@ def test_faults_with_repair_lose_nothing(settings, celery_worker_factory):
     """Transport faults and broken content at 30 %, with retries and repairs: the fault-free funnel."""
     faults = [Reply.rate_limited(0.02), Reply.server_error(500), Reply.truncated(), Reply.wrong_shape(),
               Reply.truncated_json()]
-    with FakeOpenAI(with_faults(StageScript(bad=BAD), rate=0.3, seed=11, faults=faults, max_consecutive=2,
-                                per_prompt=True)) as fake:
+    faulty = with_faults(StageScript(bad=BAD), rate=0.3, seed=11, faults=faults, max_consecutive=2, per_prompt=True)
+
+    def handler(body: dict, n: int) -> Reply:
+        # Which request meets which fault depends on the worker threads' order; the very first
+        # reply is broken content in every run, so at least one repair always happens.
+        return Reply.wrong_shape() if n == 0 else faulty(body, n)
+
+    with FakeOpenAI(handler) as fake:
         env = point_settings_at(settings, fake, LLM_MAX_RETRIES=3, LLM_REPAIR_ATTEMPTS=2, LLM_CACHE=False)
         worker = celery_worker_factory(extra_env=env)
         job = wait_job(services.job_create(config=JOB_CONFIG).pk, worker, 150)
