@@ -15,16 +15,12 @@ from almita_web.rows import fetch_one
 
 
 class ModelBackend(_ModelBackend):
-    _sql = ""
-
     def get_user(self, user_id):
         user_model = get_user_model()
         try:
             pk = user_model._meta.pk.to_python(user_id)
         except (ValidationError, TypeError, ValueError):
             return None
-        if not self._sql:
-            meta = user_model._meta
-            self._sql = f"SELECT * FROM {meta.db_table} WHERE {meta.pk.column} = %s"
-        user = fetch_one(user_model, self._sql, [pk])
+        meta = user_model._meta
+        user = fetch_one(user_model, f"SELECT * FROM {meta.db_table} WHERE {meta.pk.column} = %s", [pk])
         return user if user is not None and self.user_can_authenticate(user) else None

@@ -27,13 +27,19 @@ _ROW_SQL: dict = {}
 _DRAWN = ("data", "svg", "text")
 
 
-def _with_procedure(row, procedure_id: int):
-    """Attach the procedure and its intent, each read by primary key."""
-    proc = _row(Procedure, procedure_id)
+def _procedure(pk: int):
+    """The procedure with its intent attached, each read by primary key."""
+    proc = _row(Procedure, pk)
     if proc is not None:
         intent = _row(Intent, proc.intent_id)
         if intent is not None:
             proc.intent = intent
+    return proc
+
+
+def _with_procedure(row, procedure_id: int):
+    proc = _procedure(procedure_id)
+    if proc is not None:
         row.procedure = proc
     return row
 
@@ -48,12 +54,7 @@ def artifact_for(item: ReviewItem) -> models.Model | None:
     """
     oid = item.object_id
     if item.stage == ReviewStage.PROCEDURE:
-        proc = _row(Procedure, oid)
-        if proc is not None:
-            intent = _row(Intent, proc.intent_id)
-            if intent is not None:
-                proc.intent = intent
-        return proc
+        return _procedure(oid)
     if item.stage == ReviewStage.FLOWGRAPH:
         fg = _row(Flowgraph, oid, ("data",))
         return _with_procedure(fg, fg.procedure_id) if fg is not None else None

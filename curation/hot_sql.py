@@ -74,11 +74,17 @@ def delete(model: type[models.Model], **where: Any) -> int:
 def upsert_claim(claim_model: type[models.Model], *, item_id: int, annotator_id: int, claimed_at, expires_at) -> None:
     """Insert the claim, or renew the annotator's own (lapsed) claim on the item: one statement
     on the (item, annotator) unique constraint, on SQLite and Postgres alike."""
-    meta = claim_model._meta
-    f = {n: meta.get_field(n) for n in ("item", "annotator", "claimed_at", "expires_at")}
-    sql = (f"INSERT INTO {_qn(meta.db_table)} ({', '.join(_qn(x.column) for x in f.values())}) VALUES (%s, %s, %s, %s)"
-           f" ON CONFLICT ({_qn(f['item'].column)}, {_qn(f['annotator'].column)}) DO UPDATE SET"
-           f" {_qn('claimed_at')} = excluded.{_qn('claimed_at')}, {_qn('expires_at')} = excluded.{_qn('expires_at')}")
+    key = ("upsert", connection.vendor, claim_model)
+    built = _sql.get(key)
+    if built is None:
+        meta = claim_model._meta
+        f = {n: meta.get_field(n) for n in ("item", "annotator", "claimed_at", "expires_at")}
+        sql = (f"INSERT INTO {_qn(meta.db_table)} ({', '.join(_qn(x.column) for x in f.values())})"
+               f" VALUES (%s, %s, %s, %s) ON CONFLICT ({_qn(f['item'].column)}, {_qn(f['annotator'].column)})"
+               f" DO UPDATE SET {_qn('claimed_at')} = excluded.{_qn('claimed_at')},"
+               f" {_qn('expires_at')} = excluded.{_qn('expires_at')}")
+        built = _sql[key] = (sql, f)
+    sql, f = built
     params = [item_id, annotator_id, f["claimed_at"].get_db_prep_save(claimed_at, connection),
               f["expires_at"].get_db_prep_save(expires_at, connection)]
     with connection.cursor() as cursor:

@@ -3,6 +3,7 @@ Dockerfile and bench/review_http.py all start gunicorn with."""
 import runpy
 from pathlib import Path
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,3 +63,20 @@ def test_the_production_server_serves_static_files(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_gunicorn_workers_hand_over_the_gil_every_millisecond_unless_told_otherwise(monkeypatch):
+    """gunicorn.conf.py's post_fork sets the thread switch interval (WEB_SWITCH_INTERVAL overrides)."""
+    import sys
+
+    conf = runpy.run_path(str(Path(__file__).resolve().parents[2] / "gunicorn.conf.py"))
+    before = sys.getswitchinterval()
+    try:
+        monkeypatch.delenv("WEB_SWITCH_INTERVAL", raising=False)
+        conf["post_fork"](None, None)
+        assert sys.getswitchinterval() == pytest.approx(0.001)
+        monkeypatch.setenv("WEB_SWITCH_INTERVAL", "0.004")
+        conf["post_fork"](None, None)
+        assert sys.getswitchinterval() == pytest.approx(0.004)
+    finally:
+        sys.setswitchinterval(before)
