@@ -24,6 +24,7 @@ from curation.guidelines import current_guide, human_codes, reason_codes, rule_c
 from curation.lineage import artifact_for
 from curation.models import ReviewItem, ReviewStage
 from generation.models import Api, ConversationGraph, Flowgraph, Procedure
+from generation.pipeline import graphviz_lib
 from generation.pipeline.formats import GraphFormatError, graph_from_json
 from generation.pipeline.render import GraphvizMissing, scope_svg_ids, to_svg
 
@@ -52,7 +53,11 @@ def _drawn(svg: str) -> bool:
 
 
 def cached_svg(row: Flowgraph | ConversationGraph) -> dict[str, Any]:
-    if not _drawn(row.svg) and not _drawn_by_another(row):
+    # A small graph is drawn in this process in well under a millisecond (graphviz_lib): cheaper
+    # than agreeing with a concurrent viewer about who draws it. Only a drawing by the program
+    # is worth waiting for.
+    cheap = not _drawn(row.svg) and _in_process(row.data)
+    if not _drawn(row.svg) and (cheap or not _drawn_by_another(row)):
         try:
             svg, error = _render(row.data)
             if error:
@@ -61,9 +66,19 @@ def cached_svg(row: Flowgraph | ConversationGraph) -> dict[str, Any]:
             with transaction.atomic():  # on SQLite: queued with the other writers (almita_web/sqlite)
                 type(row).objects.filter(pk=row.pk).update(svg=svg)
         finally:
-            cache.delete(_drawing_key(row))
+            if not cheap:
+                cache.delete(_drawing_key(row))
     prefix = f"{type(row)._meta.model_name[:2]}{row.pk}-"
     return {"svg": mark_safe(_scoped(row.svg, prefix)), "error": ""}
+
+
+def _in_process(data: Any) -> bool:
+    """Whether graphviz_lib draws this stored graph (small enough, library present)."""
+    try:
+        nodes, edges = len(data["nodes"]), len(data["edges"])
+    except (TypeError, KeyError):
+        return False
+    return nodes <= graphviz_lib.MAX_NODES and edges <= graphviz_lib.MAX_EDGES and graphviz_lib.available()
 
 
 def _drawing_key(row) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 from generation import embeddings
 from generation.models import Api
 from generation.pipeline import api_graph as G
+from generation.pipeline import graphviz_lib
 from generation.pipeline.graphviz_env import dot_env
 from generation.pipeline.render import GraphvizMissing
 
@@ -60,14 +61,19 @@ def build(apis: list[G.ApiNode], *, min_score: float = G.DEFAULT_MIN_SCORE,
     return G.build_graph(apis, min_score=min_score, embed=embed), (MINILM if embed else WORD_OVERLAP)
 
 
-def dot_to_svg(dot: str, timeout: float = 30.0) -> str:
+def dot_to_svg(dot: str, timeout: float = 30.0, *, nodes: int | None = None, edges: int | None = None) -> str:
+    """SVG of `dot`; with its node and edge counts known, a small graph is drawn in this process."""
     exe = shutil.which("dot")
     if exe is None:
         raise GraphvizMissing("Graphviz is not installed: the 'dot' program was not found on PATH.")
-    proc = subprocess.run([exe, "-Tsvg"], input=dot, capture_output=True, text=True, timeout=timeout, env=dot_env())
-    if proc.returncode != 0:
-        raise RuntimeError(f"dot failed: {proc.stderr.strip()[:500]}")
-    return proc.stdout[proc.stdout.find("<svg"):]
+    svg = None if nodes is None or edges is None else graphviz_lib.render(dot, nodes, edges)
+    if svg is None:
+        proc = subprocess.run([exe, "-Tsvg"], input=dot, capture_output=True, text=True, timeout=timeout,
+                              env=dot_env())
+        if proc.returncode != 0:
+            raise RuntimeError(f"dot failed: {proc.stderr.strip()[:500]}")
+        svg = proc.stdout
+    return svg[svg.find("<svg"):]
 
 
 def render(apis: list[G.ApiNode], edges: list[G.Edge], fmt: str, *, min_score: float, similarity: str) -> str:
@@ -77,7 +83,7 @@ def render(apis: list[G.ApiNode], edges: list[G.Edge], fmt: str, *, min_score: f
     if fmt == "dot":
         return dot
     if fmt == "svg":
-        return dot_to_svg(dot)
+        return dot_to_svg(dot, nodes=len(apis), edges=len(edges))
     raise G.ApiGraphInputError(f"unknown output format {fmt!r}: use .json, .svg or .dot")
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import networkx as nx
 
 from .convert import breadth_first, flowgraph_root
+from . import graphviz_lib
 from .graphviz_env import dot_env
 
 # Paper Figures 2 and 3.
@@ -121,11 +122,16 @@ def to_svg(g: nx.DiGraph, highlight_path: list[Any] | None = None, timeout: floa
     if exe is None:
         raise GraphvizMissing("Graphviz is not installed: the 'dot' program was not found on PATH. "
                               "Install it (Debian/Ubuntu: apt-get install graphviz) to render SVG.")
-    proc = subprocess.run([exe, "-Tsvg"], input=to_dot(g, highlight_path, covered_edges), capture_output=True,
-                          text=True, timeout=timeout, env=dot_env())
-    if proc.returncode != 0:
-        raise RuntimeError(f"dot failed: {proc.stderr.strip()[:500]}")
-    svg = proc.stdout
+    dot = to_dot(g, highlight_path, covered_edges)
+    # Small graphs (every review page's) are drawn by Graphviz's library in this process; the
+    # program, under its timeout, draws the rest and anything the library declines.
+    svg = graphviz_lib.render(dot, g.number_of_nodes(), g.number_of_edges())
+    if svg is None:
+        proc = subprocess.run([exe, "-Tsvg"], input=dot, capture_output=True, text=True, timeout=timeout,
+                              env=dot_env())
+        if proc.returncode != 0:
+            raise RuntimeError(f"dot failed: {proc.stderr.strip()[:500]}")
+        svg = proc.stdout
     start = svg.find("<svg")
     return svg[start:] if start >= 0 else svg
 
