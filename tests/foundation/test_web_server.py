@@ -80,3 +80,27 @@ def test_gunicorn_workers_hand_over_the_gil_every_millisecond_unless_told_otherw
         assert sys.getswitchinterval() == pytest.approx(0.004)
     finally:
         sys.setswitchinterval(before)
+
+
+def test_a_worker_imports_its_views_then_freezes_what_start_up_made(tmp_path):
+    """post_worker_init: the views are imported before the first request and the start-up's
+    objects are out of the collector's way (in a child process: freezing is process-wide)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import gc, json, runpy, sys, django; django.setup();"
+        f"conf = runpy.run_path({str(REPO / 'gunicorn.conf.py')!r});"
+        "before = ('curation.views' in sys.modules, gc.get_freeze_count());"
+        "conf['post_worker_init'](None);"
+        "print(json.dumps([before, 'curation.views' in sys.modules, gc.get_freeze_count(), len(gc.get_objects())]))"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "almita_web.settings", "DEBUG": "false",
+           "SECRET_KEY": "freeze-test-key", "DATABASE_URL": f"sqlite:///{tmp_path}/f.sqlite3"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    (imported_before, frozen_before), imported, frozen, tracked = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not imported_before and frozen_before == 0
+    assert imported and frozen > 50_000 and tracked < frozen / 10
