@@ -15,6 +15,8 @@ from django.db import connection
 from django.db.models import Model
 from django.db.models.base import DEFERRED
 
+from almita_web import prepared as prepared_sql
+
 M = TypeVar("M", bound=Model)
 
 
@@ -35,10 +37,16 @@ def _plan(model: type[Model], names: tuple[str, ...]):
     return plan
 
 
-def fetch(model: type[M], sql: str, params: list[Any] | tuple = ()) -> list[M]:
-    """Run `sql` (selecting columns of `model`'s table) and return the rows as model instances."""
+def fetch(model: type[M], sql: str, params: list[Any] | tuple = (), *, prepared: bool = False) -> list[M]:
+    """Run `sql` (selecting columns of `model`'s table) and return the rows as model instances.
+
+    ``prepared``: a statement whose best plan does not depend on its parameters, run as a
+    prepared statement on Postgres (almita_web/prepared.py)."""
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        if prepared:
+            prepared_sql.execute(cursor, sql, params)
+        else:
+            cursor.execute(sql, params)
         rows = cursor.fetchall()
         if not rows:
             return []
@@ -61,6 +69,6 @@ def fetch(model: type[M], sql: str, params: list[Any] | tuple = ()) -> list[M]:
     return out
 
 
-def fetch_one(model: type[M], sql: str, params: list[Any] | tuple = ()) -> M | None:
-    found = fetch(model, sql, params)
+def fetch_one(model: type[M], sql: str, params: list[Any] | tuple = (), *, prepared: bool = False) -> M | None:
+    found = fetch(model, sql, params, prepared=prepared)
     return found[0] if found else None

@@ -20,7 +20,7 @@ def _row(model, pk, skip: tuple[str, ...] = ()):
         qn = connection.ops.quote_name
         cols = ", ".join(qn(f.column) for f in model._meta.concrete_fields if f.name not in skip)
         sql = _ROW_SQL[(model, skip)] = f"SELECT {cols} FROM {qn(model._meta.db_table)} WHERE id = %s"
-    return fetch_one(model, sql, [pk]) if pk is not None else None
+    return fetch_one(model, sql, [pk], prepared=True) if pk is not None else None
 
 
 _ROW_SQL: dict = {}

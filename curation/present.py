@@ -154,7 +154,7 @@ def _turns(messages: list, cg_data: dict | None, path_nodes: list) -> list[dict[
 def _apis(procedure: Procedure) -> list[Api]:
     # Plain SQL, like curation.queue: on every review page, and the ORM spent a millisecond compiling it.
     sql = f"SELECT * FROM {Api._meta.db_table} WHERE procedure_id = %s ORDER BY name, id"
-    return fetch(Api, sql, [procedure.pk])
+    return fetch(Api, sql, [procedure.pk], prepared=True)
 
 
 def turns_with_actions(messages: list, actions: list | None) -> list:

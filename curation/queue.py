@@ -17,6 +17,7 @@ from datetime import datetime
 
 from django.db import connection
 
+from almita_web.prepared import execute
 from almita_web.rows import fetch_one
 
 from curation.models import Claim, ItemState, Review, ReviewItem, Skip
@@ -113,9 +114,8 @@ def gold_share(*, stage: str) -> float:
     in id order) are spread through an annotator's session instead of waiting at its end.
     """
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT COUNT(*) FROM {_GOLD} g JOIN {_ITEM} i ON i.id = g.item_id"
-            " WHERE i.stage = %s AND i.state = %s AND NOT i.excluded", [stage, ItemState.OPEN])
+        execute(cursor, f"SELECT COUNT(*) FROM {_GOLD} g JOIN {_ITEM} i ON i.id = g.item_id"
+                " WHERE i.stage = %s AND i.state = %s AND NOT i.excluded", [stage, ItemState.OPEN])
         gold = cursor.fetchone()[0]
         if not gold:
             return 0.0
@@ -131,22 +131,20 @@ def held_item(*, stage: str, annotator_id: int, now: datetime) -> ReviewItem | N
         " WHERE c.annotator_id = %s AND c.expires_at > %s AND i.stage = %s AND i.state = %s"
         " AND NOT i.excluded ORDER BY c.claimed_at, c.id LIMIT 1"
     )
-    return fetch_one(ReviewItem, sql, [annotator_id, _ts(now), stage, ItemState.OPEN])
+    return fetch_one(ReviewItem, sql, [annotator_id, _ts(now), stage, ItemState.OPEN], prepared=True)
 
 
 def active_claims_of_others(*, item_id: int, annotator_id: int, now: datetime) -> int:
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT COUNT(*) FROM {_CLAIM} WHERE item_id = %s AND expires_at > %s AND annotator_id <> %s",
-            [item_id, _ts(now), annotator_id],
-        )
+        execute(cursor, f"SELECT COUNT(*) FROM {_CLAIM} WHERE item_id = %s AND expires_at > %s AND annotator_id <> %s",
+                [item_id, _ts(now), annotator_id])
         return cursor.fetchone()[0]
 
 
 def last_review(*, annotator_id: int) -> Review | None:
     """The annotator's most recent review with its item attached (the undo button on every page)."""
     sql = f"SELECT r.* FROM {_REVIEW} r WHERE r.annotator_id = %s ORDER BY r.created_at DESC, r.id DESC LIMIT 1"
-    review = fetch_one(Review, sql, [annotator_id])
+    review = fetch_one(Review, sql, [annotator_id], prepared=True)
     if review is not None:
         review.item = item_by_id(review.item_id)
     return review
@@ -157,17 +155,17 @@ def item_by_id(item_id: int, lock: bool = False) -> ReviewItem | None:
     sql = f"SELECT i.* FROM {_ITEM} i WHERE i.id = %s"
     if lock and connection.features.has_select_for_update:
         sql += " FOR UPDATE"
-    return fetch_one(ReviewItem, sql, [item_id])
+    return fetch_one(ReviewItem, sql, [item_id], prepared=True)
 
 
 def verdicts_of(*, item_id: int) -> set[str]:
     """The distinct verdicts submitted on the item."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT DISTINCT verdict FROM {_REVIEW} WHERE item_id = %s", [item_id])
+        execute(cursor, f"SELECT DISTINCT verdict FROM {_REVIEW} WHERE item_id = %s", [item_id])
         return {row[0] for row in cursor.fetchall()}
 
 
 def claim_of(*, item_id: int, annotator_id: int) -> Claim | None:
     """The annotator's claim on the item, active or lapsed ((item, annotator) is unique)."""
     return fetch_one(Claim, f"SELECT c.* FROM {_CLAIM} c WHERE c.item_id = %s AND c.annotator_id = %s",
-                     [item_id, annotator_id])
+                     [item_id, annotator_id], prepared=True)
