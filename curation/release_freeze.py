@@ -6,8 +6,9 @@
 * Per test only what is per test is stored: the slim row's canonical JSON (no "intent",
   "procedure", "apis": the release's procedure and intent records hold them once) and its CSV
   record without the six procedure cells. A context that is the first k messages of its
-  conversation (compared as the database's text, so nothing is decoded) is stored as k
-  (context_len) and comes back from the conversation record, which no longer repeats its tests.
+  conversation (compared as the database's text) is stored as k (context_len) and comes back
+  from the conversation record, which no longer repeats its tests. On PostgreSQL the database
+  answers k where it can prove it without sending the context (curation.release_context).
   Other contexts stay in the row, encoded from their new messages only.
 * The rows are written in bulk by curation.release_writer while the next batch is built. The
   query count does not depend on the number of tests.
@@ -24,6 +25,7 @@ from typing import Any
 
 from curation.csv_render import _ENCODE, _cell
 from curation.models import Release, ReleaseRecord, ReleaseTest
+from curation.release_context import prefixed_tests
 from curation.release_writer import Writer, copy_json, copy_line, copy_text
 from generation.imports import (
     api_row_to_dict, conversation_graph_record, conversation_record, flowgraph_record, intent_record, path_record,
@@ -78,10 +80,10 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
     pg = writer.pg
     conv_rows = writer.reader(Conversation.objects.filter(pk__in=tests_qs.order_by().values("conversation_id")).order_by(
         "pk").values_list("pk", "procedure_id", "path_id", "noise_kinds", "mode", "job_id", "messages"), CHUNK)
-    test_rows = writer.reader(tests_qs.order_by("conversation_id", "position").values_list(
-        "pk", "conversation_id", "position", "context", "expected_type", "expected_text", "expected_api_name",
-        "expected_parameters", "action", "job_id"), FLUSH_ROWS)
+    # k where SQL proves the context is the conversation's first k messages, else the context.
+    test_rows = writer.reader(prefixed_tests(tests_qs), FLUSH_ROWS)
     seen: dict[str, set[int]] = defaultdict(set)
+    graph_paths: dict[int, list[list[str]]] = {pk: [] for pk in graphs}  # the release card's coverage
     jobs: set[int] = set()
     counts: Counter = Counter()
     noise: Counter = Counter()
@@ -111,6 +113,8 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
                 if getattr(obj, "job_id", None):
                     jobs.add(obj.job_id)
         nodes = list(path.node_ids) if path else []
+        if path is not None:
+            graph_paths[cg.pk].append([str(n) for n in nodes])
         noise_text, nodes_text = enc(noise_list), enc(nodes)
         # The slim row's text around its per-test values (keys in canonical order, see release_rows).
         fg = cg.flowgraph_id if cg else None
@@ -126,15 +130,16 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
         # joins them: anything else fails here, as it did in format 1), so none can hold one.
         ctx = _Context()
         n_tests = 0
-        # A context that is the first k messages of the conversation is stored as k alone.
-        prefixes = _prefix_ends(messages)
+        # A context that is the first k messages of the conversation is stored as k alone (SQL
+        # answers k for most; the others are compared here, with the messages' item ends).
+        prefixes: Any = _UNSCANNED
+        items = None  # the messages, decoded while scanning them
         head_exp = "{" + after_exp[1:]
-        for t_pk, _cid, position, context_raw, etype, etext, ename, eparams_raw, action, t_job in group:
-            k = None
-            if prefixes is not None and context_raw.__class__ is str:
-                k = 0 if context_raw == "[]" else prefixes.get(len(context_raw) - 1)
-                if k and not (context_raw[-1] == "]" and messages.startswith(context_raw[:-1])):
-                    k = None
+        for t_pk, _cid, position, k, context_raw, etype, etext, ename, eparams_raw, action, t_job in group:
+            if k is None and context_raw.__class__ is str:
+                if prefixes is _UNSCANNED:
+                    items, prefixes = _scan_items(messages)
+                k = context_len(messages, prefixes, context_raw)
             key = (etype, etext, ename, eparams_raw)
             exp = expected.get(key)
             if exp is None:
@@ -167,7 +172,8 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
             tests_out.pending, pending = pending, []
             writer.flush()
         counts["tests"] += n_tests
-        conv = SimpleNamespace(pk=cid, procedure_id=pid, path_id=path_id, mode=mode, messages=_json(messages),
+        conv = SimpleNamespace(pk=cid, procedure_id=pid, path_id=path_id, mode=mode,
+                               messages=_json(messages) if items is None else items,
                                noise_kinds=_json(noise_raw))
         # Format 2: the record's "tests" stay empty; release_rows.records fills them from the rows.
         records.append(("conversation", cid, canonical_text(conversation_record(conv, []))))
@@ -187,8 +193,10 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
     for kind, ids in seen.items():
         counts[kind + "s"] = len(ids)
     counts["procedures_with_apis"] = sum(1 for pid in seen["procedure"] if apis.get(pid))
+    # Not in the manifest: what the card's coverage section reads (graphs by id, node paths per graph).
+    coverage = ([graphs[pk] for pk in sorted(graphs)], graph_paths)
     return {"counts": dict(counts), "noise": dict(noise), "expected_types": dict(expected_types),
-            "jobs": sorted(jobs)}
+            "jobs": sorted(jobs), "coverage": coverage}
 
 
 def test_hash_line(pid: int | None, context_len: int | None, text: str, line: str) -> bytes:
@@ -199,22 +207,44 @@ def test_hash_line(pid: int | None, context_len: int | None, text: str, line: st
             f"{len(line)}\t{line}\n").encode()
 
 
+_UNSCANNED = object()
+
+
+def context_len(messages: Any, prefixes: dict[int, int] | None, context_raw: str) -> int | None:
+    """k when the context's text is the messages' text of their first k items (prefixes: the
+    messages' _prefix_ends), else None: the context is stored whole."""
+    if prefixes is None:
+        return None
+    k = 0 if context_raw == "[]" else prefixes.get(len(context_raw) - 1)
+    if k and not (context_raw[-1] == "]" and messages.startswith(context_raw[:-1])):
+        return None
+    return k
+
+
 def _prefix_ends(raw: Any) -> dict[int, int] | None:
     """{n: k}: raw[:n] followed by "]" is the database's text of the array's first k items
     (None: not an array's text)."""
+    return _scan_items(raw)[1]
+
+
+def _scan_items(raw: Any) -> tuple[list | None, dict[int, int] | None]:
+    """(the array's items, or None unless raw is a whole array's text; _prefix_ends's {n: k}):
+    each item is decoded once, for both."""
     out: dict[int, int] = {}
+    items: list = []
     if raw.__class__ is not str or not raw.startswith("["):
-        return None
+        return None, None
     i, k, n = 1, 0, len(raw)
     while True:
         while i < n and raw[i] in " \t\n\r":
             i += 1
         if i >= n or raw[i] == "]":
-            return out
+            return (items if i < n and k == 0 else None), out  # "[]"; after a comma: not JSON
         try:
-            i = _SCAN(raw, i)[1]
+            item, i = _SCAN(raw, i)
         except (ValueError, StopIteration):
-            return None
+            return None, None
+        items.append(item)
         k += 1
         out[i] = k
         while i < n and raw[i] in " \t\n\r":
@@ -222,7 +252,7 @@ def _prefix_ends(raw: Any) -> dict[int, int] | None:
         if i < n and raw[i] == ",":
             i += 1
         else:
-            return out
+            return (items if i < n and raw[i] == "]" else None), out
 
 
 _SCAN = json.JSONDecoder().scan_once  # the C scanner without json.loads's per-call checks
