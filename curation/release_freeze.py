@@ -7,9 +7,8 @@
   "procedure", "apis": the release's procedure and intent records hold them once) and its CSV
   record without the six procedure cells. A context that is the first k messages of its
   conversation (compared as the database's text) is stored as k (context_len) and comes back
-  from the conversation record, which no longer repeats its tests. On PostgreSQL the database
-  answers k where it can prove it without sending the context (curation.release_context).
-  Other contexts stay in the row, encoded from their new messages only.
+  from the conversation record, which no longer repeats its tests. Other contexts stay in the
+  row, encoded from their new messages only.
 * The rows are written in bulk by curation.release_writer while the next batch is built. The
   query count does not depend on the number of tests.
 * The content hash covers, per test, the procedure id, context length, stored JSON text and CSV
@@ -25,7 +24,6 @@ from typing import Any
 
 from curation.csv_render import _ENCODE, _cell
 from curation.models import Release, ReleaseRecord, ReleaseTest
-from curation.release_context import prefixed_tests
 from curation.release_writer import Writer, copy_json, copy_line, copy_text
 from generation.imports import (
     api_row_to_dict, conversation_graph_record, conversation_record, flowgraph_record, intent_record, path_record,
@@ -80,8 +78,9 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
     pg = writer.pg
     conv_rows = writer.reader(Conversation.objects.filter(pk__in=tests_qs.order_by().values("conversation_id")).order_by(
         "pk").values_list("pk", "procedure_id", "path_id", "noise_kinds", "mode", "job_id", "messages"), CHUNK)
-    # k where SQL proves the context is the conversation's first k messages, else the context.
-    test_rows = writer.reader(prefixed_tests(tests_qs), FLUSH_ROWS)
+    test_rows = writer.reader(tests_qs.order_by("conversation_id", "position").values_list(
+        "pk", "conversation_id", "position", "context", "expected_type", "expected_text", "expected_api_name",
+        "expected_parameters", "action", "job_id"), FLUSH_ROWS)
     seen: dict[str, set[int]] = defaultdict(set)
     graph_paths: dict[int, list[list[str]]] = {pk: [] for pk in graphs}  # the release card's coverage
     jobs: set[int] = set()
@@ -130,16 +129,12 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
         # joins them: anything else fails here, as it did in format 1), so none can hold one.
         ctx = _Context()
         n_tests = 0
-        # A context that is the first k messages of the conversation is stored as k alone (SQL
-        # answers k for most; the others are compared here, with the messages' item ends).
-        prefixes: Any = _UNSCANNED
-        items = None  # the messages, decoded while scanning them
+        # A context that is the first k messages of the conversation is stored as k alone. The
+        # messages' items are decoded once, for their ends here and for the conversation record.
+        items, prefixes = _scan_items(messages)
         head_exp = "{" + after_exp[1:]
-        for t_pk, _cid, position, k, context_raw, etype, etext, ename, eparams_raw, action, t_job in group:
-            if k is None and context_raw.__class__ is str:
-                if prefixes is _UNSCANNED:
-                    items, prefixes = _scan_items(messages)
-                k = context_len(messages, prefixes, context_raw)
+        for t_pk, _cid, position, context_raw, etype, etext, ename, eparams_raw, action, t_job in group:
+            k = context_len(messages, prefixes, context_raw) if context_raw.__class__ is str else None
             key = (etype, etext, ename, eparams_raw)
             exp = expected.get(key)
             if exp is None:
@@ -207,12 +202,9 @@ def test_hash_line(pid: int | None, context_len: int | None, text: str, line: st
             f"{len(line)}\t{line}\n").encode()
 
 
-_UNSCANNED = object()
-
-
 def context_len(messages: Any, prefixes: dict[int, int] | None, context_raw: str) -> int | None:
     """k when the context's text is the messages' text of their first k items (prefixes: the
-    messages' _prefix_ends), else None: the context is stored whole."""
+    messages' item ends from _scan_items), else None: the context is stored whole."""
     if prefixes is None:
         return None
     k = 0 if context_raw == "[]" else prefixes.get(len(context_raw) - 1)
@@ -221,15 +213,10 @@ def context_len(messages: Any, prefixes: dict[int, int] | None, context_raw: str
     return k
 
 
-def _prefix_ends(raw: Any) -> dict[int, int] | None:
-    """{n: k}: raw[:n] followed by "]" is the database's text of the array's first k items
-    (None: not an array's text)."""
-    return _scan_items(raw)[1]
-
-
 def _scan_items(raw: Any) -> tuple[list | None, dict[int, int] | None]:
-    """(the array's items, or None unless raw is a whole array's text; _prefix_ends's {n: k}):
-    each item is decoded once, for both."""
+    """(the array's items, or None unless raw is a whole array's text; {n: k}: raw[:n] followed
+    by "]" is the database's text of the array's first k items, or None: not an array's text).
+    Each item is decoded once, for both."""
     out: dict[int, int] = {}
     items: list = []
     if raw.__class__ is not str or not raw.startswith("["):

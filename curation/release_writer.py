@@ -55,14 +55,13 @@ def copy_line(values: tuple) -> str:
 
 
 class Reader:
-    """A query's rows (a queryset, or SQL and its parameters for the default database), fetched in
-    chunks, never while a write is in flight."""
+    """A query's rows, fetched in chunks, never while a write is in flight."""
 
     def __init__(self, writer: Writer, qs, chunk: int) -> None:
         self.writer = writer
         self.chunk = chunk
-        sql, params = qs if isinstance(qs, tuple) else qs.query.sql_with_params()
-        self.cursor = (connection if isinstance(qs, tuple) else connections[qs.db]).chunked_cursor()
+        sql, params = qs.query.sql_with_params()
+        self.cursor = connections[qs.db].chunked_cursor()
         self.cursor.execute(sql, params)
         self.buffer: deque = deque()
         self.done = False

@@ -1,9 +1,9 @@
-"""The context-prefix check (curation.release_context, release_freeze): on PostgreSQL, where SQL
-answers k, release_freeze's text comparison gives the same k, and where it does not, the context
-comes back and is compared as before; on SQLite every context comes back. A context that is not the
-start of its conversation is stored whole on both. The messages' items scanned once give both the
-comparison's item ends and the decoded messages. The release card's coverage from the freeze's
-own data equals the coverage read from the release."""
+"""Contexts stored as a count (context_len) or whole: a context is a count exactly when its text is
+the text of its conversation's first messages (the former comparison, kept as the oracle here), on
+both databases, including contexts that are not a prefix, numbers equal as jsonb but not as text,
+and SQLite texts as written. The messages' items, scanned once, give both the comparison's item
+ends and the conversation record's messages. The release card's coverage from the freeze's own data
+equals the coverage read back from the release."""
 from __future__ import annotations
 
 import json
@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 from curation.loop import card_lines
 from curation.models import ReleaseKind
-from curation.release_context import prefixed_tests
-from curation.release_freeze import _json, _prefix_ends, _scan_items, context_len
+from curation.release_freeze import _json, _scan_items
 from curation.release_rows import raw_rows, release_test_rows
 from curation.releases import release_create, release_verify
 from generation.models import Conversation, Test
@@ -28,36 +27,13 @@ pytestmark = pytest.mark.django_db
 PG = connection.vendor == "postgresql"
 
 
-def stream(qs) -> list[tuple]:
-    """The rows as release_freeze's reader gets them (the driver's values, JSON as text)."""
-    source = prefixed_tests(qs)
-    return list(raw_rows(*(source if isinstance(source, tuple) else source.query.sql_with_params())))
-
-
 def raw_texts(test_ids: list[int]) -> dict[int, tuple[str, str]]:
     """{test id: (the conversation's messages, the test's context)} as the database's text."""
     cast = "{}::text" if PG else "CAST({} AS TEXT)"
     rows = list(raw_rows(f"SELECT t.id, {cast.format('c.messages')}, {cast.format('t.context')} FROM generation_test t "
-                    "JOIN generation_conversation c ON c.id = t.conversation_id WHERE t.id IN "
-                    f"({', '.join('%s' for _ in test_ids)})", test_ids))
+                         "JOIN generation_conversation c ON c.id = t.conversation_id WHERE t.id IN "
+                         f"({', '.join('%s' for _ in test_ids)})", test_ids))
     return {pk: (m, c) for pk, m, c in rows}
-
-
-def check_against_python(qs) -> list[int | None]:
-    """Every streamed k is what release_freeze's comparison of the texts gives; a row without k
-    carries its context. Returns the ks the SQL answered (None: left to Python; always on SQLite)."""
-    rows = stream(qs)
-    texts = raw_texts([r[0] for r in rows])
-    out = []
-    for pk, _cid, _pos, k, context, *_rest in rows:
-        messages, ctx_text = texts[pk]
-        want = context_len(messages, _prefix_ends(messages), ctx_text)
-        if k is None:
-            assert context is not None and (PG or context == ctx_text)
-        else:
-            assert context is None and k == want, (messages, ctx_text, k, want)
-        out.append(k)
-    return out
 
 
 def one_test(messages, context) -> Test:
@@ -70,11 +46,13 @@ def one_test(messages, context) -> Test:
     return test
 
 
-def test_generated_contexts_are_answered_in_sql():
+def test_generated_contexts_are_stored_as_counts():
     build_lineage(conversations=3)
-    ks = check_against_python(Test.objects.all())
-    tests = list(Test.objects.order_by("conversation_id", "position"))
-    assert ks == ([len(t.context) for t in tests] if PG else [None] * len(tests))
+    release = release_create(name="generated", kind=ReleaseKind.AUTOMATIC)
+    tests = {t.pk: t for t in Test.objects.all()}
+    entries = list(release.entries.all())
+    assert entries and all(e.context_len == len(tests[e.test_id].context) for e in entries)
+    assert all(e.context_len == old_prefix_check(*raw_texts([e.test_id])[e.test_id]) for e in entries)
 
 
 MESSAGES = [{"role": "user", "content": "hello, ] \"world\""}, {"role": "assistant", "content": "hi"},
@@ -85,12 +63,14 @@ MESSAGES = [{"role": "user", "content": "hello, ] \"world\""}, {"role": "assista
     ([], 0), (MESSAGES[:1], 1), (MESSAGES[:2], 2), (MESSAGES, 3),
     (MESSAGES[1:2], None),  # not the start
     ([{"role": "user", "content": "hello"}], None),  # the first message's text cut short
+    ([{"role": "user", "content": 'HELLO, ] "WORLD"'}], None),  # as long as the first message
+    ([MESSAGES[0], {"role": "assistant", "content": "HI"}], None),
     (MESSAGES + [{"role": "user", "content": "more"}], None),  # longer than the conversation
     ([{**MESSAGES[0], "extra": 1}], None),
 ])
 def test_prefix_or_not(context, k, researcher):
     test = one_test(MESSAGES, context)
-    assert check_against_python(Test.objects.filter(pk=test.pk)) == [k if PG else None]
+    assert old_prefix_check(*raw_texts([test.pk])[test.pk]) == k
     release = release_create(name="one", kind=ReleaseKind.AUTOMATIC, created_by=researcher)
     entry = release.entries.get(test_id=test.pk)
     assert entry.context_len == k and ("context" in entry.data) == (k is None)
@@ -99,13 +79,11 @@ def test_prefix_or_not(context, k, researcher):
 
 
 def test_numbers_equal_as_json_but_not_as_text_are_not_a_prefix(researcher):
-    """1.0 and 1 are equal jsonb but print differently: the context stays whole (on PostgreSQL the
-    SQL leaves a conversation holding numbers to the text comparison)."""
+    """1.0 and 1 are equal as jsonb (and as Python values) but print differently: the context stays
+    whole and keeps its own number."""
     messages = [{"role": "user", "content": "x", "n": 1.0}, {"role": "assistant", "content": "y"}]
     test = one_test(messages, [{"role": "user", "content": "x", "n": 1}])
-    assert check_against_python(Test.objects.filter(pk=test.pk)) == [None]
-    other = one_test(messages, messages[:1])  # same numbers: a prefix, found by the text comparison
-    assert check_against_python(Test.objects.filter(pk=other.pk)) == [None]
+    other = one_test(messages, messages[:1])  # the same number: a prefix
     release = release_create(name="numbers", kind=ReleaseKind.AUTOMATIC, created_by=researcher)
     entries = {e.test_id: e for e in release.entries.all()}
     assert entries[test.pk].context_len is None and entries[other.pk].context_len == 1
@@ -156,7 +134,7 @@ def test_sqlite_texts_as_stored(messages, context):
 
 
 def old_prefix_ends(raw):
-    """release_freeze._prefix_ends before the messages' items were kept (the oracle)."""
+    """release_freeze's item ends before the messages' items were kept with them (the oracle)."""
     out = {}
     if raw.__class__ is not str or not raw.startswith("["):
         return None
@@ -195,7 +173,7 @@ def old_prefix_check(messages: str, context: str) -> int | None:
 def test_scanned_items_are_the_decoded_array_and_its_item_ends(parts, tail, close):
     raw = "[" + ",".join(ws + item + ws for item, ws in parts) + tail + ("]" if close else "")
     items, ends = _scan_items(raw)
-    assert ends == old_prefix_ends(raw) == _prefix_ends(raw)
+    assert ends == old_prefix_ends(raw)
     try:
         whole = _json(raw)  # what the conversation record held before (trailing text is ignored)
     except (ValueError, StopIteration):
@@ -223,7 +201,6 @@ def test_random_contexts_agree_with_python(messages, cut, change):
         context = [{"x": context[0]}] + context[1:]
     with transaction.atomic():
         test = one_test(messages, context)
-        check_against_python(Test.objects.filter(pk=test.pk))
         release = release_create(name="random", kind=ReleaseKind.AUTOMATIC)
         texts = raw_texts([test.pk])[test.pk]
         assert release.entries.get().context_len == old_prefix_check(*texts)
