@@ -215,3 +215,23 @@ def test_card_coverage_from_the_freeze_equals_the_coverage_read_back(researcher)
     section = card_lines(release)  # read from the release's rows, as before
     assert any("Node coverage" in line for line in section)
     assert "\n".join(section) in release.card
+
+
+def test_deleting_a_release_deletes_its_rows_without_a_database_constraint(researcher):
+    """The release foreign keys carry no database constraint (UNCHECKED_RELEASE_FK): Django's
+    cascade still removes a release's rows, and another release's rows stay."""
+    from curation.models import Release, ReleaseRecord, ReleaseTest
+
+    build_lineage(conversations=2)
+    gone = release_create(name="gone", kind=ReleaseKind.AUTOMATIC, created_by=researcher)
+    kept = release_create(name="kept", kind=ReleaseKind.AUTOMATIC, created_by=researcher)
+    with connection.cursor() as cursor:
+        for model in (ReleaseTest, ReleaseRecord):
+            fks = [c for c in connection.introspection.get_constraints(cursor, model._meta.db_table).values()
+                   if c["foreign_key"] and c["columns"] == ["release_id"]]
+            assert fks == []
+    Release.objects.filter(pk=gone.pk).delete()
+    assert not ReleaseTest.objects.filter(release_id=gone.pk).exists()
+    assert not ReleaseRecord.objects.filter(release_id=gone.pk).exists()
+    assert ReleaseTest.objects.filter(release=kept).count() == Test.objects.count()
+    assert release_verify(kept)
