@@ -66,11 +66,14 @@ def scope_report(*, release=None, job=None, graph=None) -> dict[str, Any]:
     return {"scope": label, **data}
 
 
-def card_lines(release: Release) -> list[str]:
-    """The dataset card's coverage and economics sections."""
+def card_lines(release: Release, coverage: tuple[list[ConversationGraph], dict[int, list[list[str]]]] | None = None
+               ) -> list[str]:
+    """The dataset card's coverage and economics sections. ``coverage``: the release's graphs (by
+    id) and its conversations' node paths per graph, when the caller has them (release_freeze
+    does): the same report as release_coverage, without reading them again."""
     from curation.economics import format_economics, release_economics
 
-    s = release_coverage(release)["summary"]
+    s = (report(coverage[0], paths=coverage[1]) if coverage is not None else release_coverage(release))["summary"]
     lines = ["## Coverage of the conversation graphs", ""]
     if s["graphs"]:
         lines += [

@@ -156,7 +156,7 @@ def release_card(release: Release, stats: dict) -> str:
     lines += ["", f"Jobs: {', '.join(map(str, stats['jobs'])) or 'none (imported items)'}", ""]
     from curation.loop import card_lines  # i15: coverage and economics
 
-    lines += card_lines(release)
+    lines += card_lines(release, stats.get("coverage"))
     lines += ["## Files", "",
               "- `tests.csv`: ALMITA-style, one row per test", "- `tests.jsonl`: self-contained tests",
               "- `conversations.jsonl`, `graphs.jsonl`, `procedures.jsonl`: records in the Almita import format",

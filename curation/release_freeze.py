@@ -6,9 +6,9 @@
 * Per test only what is per test is stored: the slim row's canonical JSON (no "intent",
   "procedure", "apis": the release's procedure and intent records hold them once) and its CSV
   record without the six procedure cells. A context that is the first k messages of its
-  conversation (compared as the database's text, so nothing is decoded) is stored as k
-  (context_len) and comes back from the conversation record, which no longer repeats its tests.
-  Other contexts stay in the row, encoded from their new messages only.
+  conversation (compared as the database's text) is stored as k (context_len) and comes back
+  from the conversation record, which no longer repeats its tests. Other contexts stay in the
+  row, encoded from their new messages only.
 * The rows are written in bulk by curation.release_writer while the next batch is built. The
   query count does not depend on the number of tests.
 * The content hash covers, per test, the procedure id, context length, stored JSON text and CSV
@@ -82,6 +82,7 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
         "pk", "conversation_id", "position", "context", "expected_type", "expected_text", "expected_api_name",
         "expected_parameters", "action", "job_id"), FLUSH_ROWS)
     seen: dict[str, set[int]] = defaultdict(set)
+    graph_paths: dict[int, list[list[str]]] = {pk: [] for pk in graphs}  # the release card's coverage
     jobs: set[int] = set()
     counts: Counter = Counter()
     noise: Counter = Counter()
@@ -111,6 +112,8 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
                 if getattr(obj, "job_id", None):
                     jobs.add(obj.job_id)
         nodes = list(path.node_ids) if path else []
+        if path is not None:
+            graph_paths[cg.pk].append([str(n) for n in nodes])
         noise_text, nodes_text = enc(noise_list), enc(nodes)
         # The slim row's text around its per-test values (keys in canonical order, see release_rows).
         fg = cg.flowgraph_id if cg else None
@@ -126,15 +129,12 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
         # joins them: anything else fails here, as it did in format 1), so none can hold one.
         ctx = _Context()
         n_tests = 0
-        # A context that is the first k messages of the conversation is stored as k alone.
-        prefixes = _prefix_ends(messages)
+        # A context that is the first k messages of the conversation is stored as k alone. The
+        # messages' items are decoded once, for their ends here and for the conversation record.
+        items, prefixes = _scan_items(messages)
         head_exp = "{" + after_exp[1:]
         for t_pk, _cid, position, context_raw, etype, etext, ename, eparams_raw, action, t_job in group:
-            k = None
-            if prefixes is not None and context_raw.__class__ is str:
-                k = 0 if context_raw == "[]" else prefixes.get(len(context_raw) - 1)
-                if k and not (context_raw[-1] == "]" and messages.startswith(context_raw[:-1])):
-                    k = None
+            k = context_len(messages, prefixes, context_raw) if context_raw.__class__ is str else None
             key = (etype, etext, ename, eparams_raw)
             exp = expected.get(key)
             if exp is None:
@@ -167,7 +167,8 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
             tests_out.pending, pending = pending, []
             writer.flush()
         counts["tests"] += n_tests
-        conv = SimpleNamespace(pk=cid, procedure_id=pid, path_id=path_id, mode=mode, messages=_json(messages),
+        conv = SimpleNamespace(pk=cid, procedure_id=pid, path_id=path_id, mode=mode,
+                               messages=_json(messages) if items is None else items,
                                noise_kinds=_json(noise_raw))
         # Format 2: the record's "tests" stay empty; release_rows.records fills them from the rows.
         records.append(("conversation", cid, canonical_text(conversation_record(conv, []))))
@@ -187,8 +188,10 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
     for kind, ids in seen.items():
         counts[kind + "s"] = len(ids)
     counts["procedures_with_apis"] = sum(1 for pid in seen["procedure"] if apis.get(pid))
+    # Not in the manifest: what the card's coverage section reads (graphs by id, node paths per graph).
+    coverage = ([graphs[pk] for pk in sorted(graphs)], graph_paths)
     return {"counts": dict(counts), "noise": dict(noise), "expected_types": dict(expected_types),
-            "jobs": sorted(jobs)}
+            "jobs": sorted(jobs), "coverage": coverage}
 
 
 def test_hash_line(pid: int | None, context_len: int | None, text: str, line: str) -> bytes:
@@ -199,22 +202,36 @@ def test_hash_line(pid: int | None, context_len: int | None, text: str, line: st
             f"{len(line)}\t{line}\n").encode()
 
 
-def _prefix_ends(raw: Any) -> dict[int, int] | None:
-    """{n: k}: raw[:n] followed by "]" is the database's text of the array's first k items
-    (None: not an array's text)."""
-    out: dict[int, int] = {}
-    if raw.__class__ is not str or not raw.startswith("["):
+def context_len(messages: Any, prefixes: dict[int, int] | None, context_raw: str) -> int | None:
+    """k when the context's text is the messages' text of their first k items (prefixes: the
+    messages' item ends from _scan_items), else None: the context is stored whole."""
+    if prefixes is None:
         return None
+    k = 0 if context_raw == "[]" else prefixes.get(len(context_raw) - 1)
+    if k and not (context_raw[-1] == "]" and messages.startswith(context_raw[:-1])):
+        return None
+    return k
+
+
+def _scan_items(raw: Any) -> tuple[list | None, dict[int, int] | None]:
+    """(the array's items, or None unless raw is a whole array's text; {n: k}: raw[:n] followed
+    by "]" is the database's text of the array's first k items, or None: not an array's text).
+    Each item is decoded once, for both."""
+    out: dict[int, int] = {}
+    items: list = []
+    if raw.__class__ is not str or not raw.startswith("["):
+        return None, None
     i, k, n = 1, 0, len(raw)
     while True:
         while i < n and raw[i] in " \t\n\r":
             i += 1
         if i >= n or raw[i] == "]":
-            return out
+            return (items if i < n and k == 0 else None), out  # "[]"; after a comma: not JSON
         try:
-            i = _SCAN(raw, i)[1]
+            item, i = _SCAN(raw, i)
         except (ValueError, StopIteration):
-            return None
+            return None, None
+        items.append(item)
         k += 1
         out[i] = k
         while i < n and raw[i] in " \t\n\r":
@@ -222,7 +239,7 @@ def _prefix_ends(raw: Any) -> dict[int, int] | None:
         if i < n and raw[i] == ",":
             i += 1
         else:
-            return out
+            return (items if i < n and raw[i] == "]" else None), out
 
 
 _SCAN = json.JSONDecoder().scan_once  # the C scanner without json.loads's per-call checks

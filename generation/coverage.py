@@ -32,11 +32,14 @@ def graph_paths(graphs: Iterable[int], conversations: QuerySet[Conversation] | N
     return out
 
 
-def coverage_of(graphs: Iterable[ConversationGraph], conversations: QuerySet[Conversation] | None = None
+def coverage_of(graphs: Iterable[ConversationGraph], conversations: QuerySet[Conversation] | None = None,
+                paths: dict[int, list[list[str]]] | None = None
                 ) -> list[tuple[ConversationGraph, GraphCoverage | None, str]]:
-    """(graph, coverage, error) per graph; a graph whose data cannot be read gets its error."""
+    """(graph, coverage, error) per graph; a graph whose data cannot be read gets its error.
+    ``paths``: the conversations' node paths by graph id when the caller has them (as graph_paths)."""
     graphs = list(graphs)
-    paths = graph_paths([g.pk for g in graphs], conversations)
+    if paths is None:
+        paths = graph_paths([g.pk for g in graphs], conversations)
     out = []
     for cg in graphs:
         try:
@@ -61,10 +64,10 @@ def leaf_graphs(graphs: QuerySet[ConversationGraph]) -> QuerySet[ConversationGra
     return graphs.filter(paths__isnull=False).distinct().order_by("pk")
 
 
-def report(graphs: Iterable[ConversationGraph], conversations: QuerySet[Conversation] | None = None
-           ) -> dict[str, Any]:
+def report(graphs: Iterable[ConversationGraph], conversations: QuerySet[Conversation] | None = None,
+           paths: dict[int, list[list[str]]] | None = None) -> dict[str, Any]:
     """The JSON shape the command, the API and the pages share: per graph and the totals."""
-    rows = coverage_of(graphs, conversations)
+    rows = coverage_of(graphs, conversations, paths)
     return {
         "summary": summarise(c for _, c, _ in rows if c is not None),
         "graphs": [{"graph": cg.pk, "status": cg.status, "error": err, **(c.as_dict() if c else {})}
