@@ -42,6 +42,7 @@ _SCAN = json.JSONDecoder().scan_once
 # wins in a decode, so a part holding one of these could change what the row decodes to).
 _CUT_KEYS = frozenset(("apis", "context", "expected", "expected_action", "position", "procedure", "test_id"))
 _LIMIT = 20_000  # entries per text cache before it is emptied (memory stays flat)
+_BIG_LIMIT = 2_000  # the same for the caches of long texts (APIs, procedures)
 
 
 # The canonical text (_ENCODE's) of a message {"content": str, "role": str}: a string holds no raw
@@ -120,7 +121,7 @@ class FastCsvLines:
                         return self.slow(t)
                 except (ValueError, StopIteration):
                     return self.slow(t)
-                if len(self.apis_seen) > _LIMIT:
+                if len(self.apis_seen) > _BIG_LIMIT:
                     self.apis_seen.clear()
                 self.apis_seen.add(a)
             self.head = t[:c + 12]
@@ -241,7 +242,7 @@ class FastCsvLines:
         except (ValueError, StopIteration):
             value, end = None, -1
         ok = end == len(ptext) and value.__class__ is dict and "text" in value and value.get("id").__class__ is int
-        if len(self.procs) > _LIMIT:
+        if len(self.procs) > _BIG_LIMIT:
             self.procs.clear()
         got = self.procs[ptext] = value if ok else None
         return got
