@@ -12,7 +12,9 @@ use, written to a temporary file:
 * JSONL download: stored JSON text → curation.exports.jsonl_chunks (what tests.jsonl streams);
 * CSV download: stored CSV records → csv_line_chunks (what tests.csv streams);
 * CSV rendering: decoded rows → csv_chunks / CsvLineMaker, the work release_create does once per
-  test (and the download's fallback for releases without stored records).
+  test; with --db, the download's fallback for format-1 releases without stored records
+  (curation.format1_csv.rendered_csv_chunks: the stored row text cut apart, per-row decode only
+  for rows it cannot prove).
 
 With --db the rows are first inserted into a release of a throwaway SQLite database (tables built
 from the models) and streamed from it exactly as the views do. Target: ≥ 50,000 rows/s and
@@ -276,7 +278,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="almita-bench-") as tmp:
         setup_django(tmp)
         from curation.exports import csv_chunks, csv_line_chunks, hf_sources, jsonl_chunks, release_csv, \
-            release_rows_raw, release_rows_slim
+            release_rows_raw
+        from curation.format1_csv import rendered_csv_chunks
 
         tmpdir = Path(tmp)
         print(f"baseline peak RSS after Django setup: {peak_rss_mb():.1f} MB")
@@ -294,7 +297,8 @@ def main() -> None:
                 del slim
             run("JSONL download (database)", jsonl_chunks(release_rows_raw(release)), args.db, tmpdir / "t.jsonl")
             run("CSV download (database)", release_csv(release), args.db, tmpdir / "t.csv")
-            run("CSV rendered from rows (db)", csv_chunks(release_rows_slim(release)), args.db, tmpdir / "r.csv")
+            # What tests.csv falls back to for a format-1 release without current stored records.
+            run("CSV rendered from rows (db)", rendered_csv_chunks(release), args.db, tmpdir / "r.csv")
         else:
             n = args.rows
             run("JSONL download (generator)", jsonl_chunks(synthetic_text_rows(n)), n, tmpdir / "t.jsonl")

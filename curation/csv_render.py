@@ -103,21 +103,26 @@ class CsvLineMaker:
         self.context = "[]"  # the context's canonical JSON (release_freeze reuses it)
         self.escaped = "[]"  # the same with quotes doubled, grown alongside it
 
-    def __call__(self, d: dict[str, Any]) -> str:
-        ctx, prev = d["context"], self.prev
+    def context_cell(self, conversation_id: Any, ctx: list) -> str:
+        """The context's CSV cell; the next row's context is encoded from what it adds to this one."""
+        prev = self.prev
         n = len(prev)
-        if d["conversation_id"] == self.conv_id and len(ctx) >= n and ctx[:n] == prev:
+        if conversation_id == self.conv_id and len(ctx) >= n and ctx[:n] == prev:
             if len(ctx) > n:
                 tail = ("," if n else "") + _ENCODE(ctx[n:])[1:]
                 self.context = self.context[:-1] + tail
                 self.escaped = self.escaped[:-1] + tail.replace('"', '""')
         else:
-            self.conv_id, self.context = d["conversation_id"], _ENCODE(ctx)
+            self.conv_id, self.context = conversation_id, _ENCODE(ctx)
             self.escaped = self.context.replace('"', '""')
         self.prev = ctx
         # A JSON array never starts a formula; it needs quotes once it holds a string or a comma.
-        context = self.escaped if len(self.escaped) == len(self.context) and "," not in self.context else (
+        return self.escaped if len(self.escaped) == len(self.context) and "," not in self.context else (
             '"' + self.escaped + '"')
+
+    def __call__(self, d: dict[str, Any]) -> str:
+        ctx = d["context"]
+        context = self.context_cell(d["conversation_id"], ctx)
         proc = d["procedure"]
         middle = self.procedures.get(proc["id"])
         if middle is None:
@@ -127,13 +132,7 @@ class CsvLineMaker:
             middle = self.procedures[proc["id"]] = ",".join((
                 _cell(intent["id"]), _cell(intent["name"]), _cell(intent["client"]), _cell(proc["id"]),
                 _cell(proc["text"]), _cell(_ENCODE(d["apis"]))))
-        exp = d["expected"]
-        kind = exp["type"]
-        if kind == "api_call":
-            name, params = exp["name"], exp.get("parameters") or {}
-            rest = (kind, _cell(format_api_call(name, params)), _cell(name), _cell(_ENCODE(params)))
-        else:
-            rest = (kind if kind == "reply" else _cell(kind), _cell(exp.get("content", "")), "", "")
+        rest = expected_cells(d["expected"])
         fg, cg = d.get("flowgraph_id"), d.get("conversation_graph_id")
         noise, nodes = d.get("noise_kinds"), d.get("path_node_ids")
         return ",".join((
@@ -142,6 +141,15 @@ class CsvLineMaker:
             "" if cg is None else str(cg), _cell(" ".join(nodes)) if nodes else "",
             _cell(d.get("expected_action") or ""),
         ))
+
+
+def expected_cells(exp: dict[str, Any]) -> tuple[str, str, str, str]:
+    """The cells expected_type, expected_output, expected_api_name, expected_parameters."""
+    kind = exp["type"]
+    if kind == "api_call":
+        name, params = exp["name"], exp.get("parameters") or {}
+        return (kind, _cell(format_api_call(name, params)), _cell(name), _cell(_ENCODE(params)))
+    return (kind if kind == "reply" else _cell(kind), _cell(exp.get("content", "")), "", "")
 
 
 def _joined(lines: Iterable[str], batch: int) -> Iterator[str]:

@@ -21,6 +21,7 @@ from curation.csv_render import (  # noqa: F401  (re-exported: callers and tests
     formula_safe, guarded, spreadsheet_safe,
 )
 from curation.models import Release, ReleaseTest
+from curation.format1_csv import rendered_csv_chunks
 from curation.format1_rows import _ContextText, _SlimRow, release_rows_slim  # noqa: F401  (re-exported)
 from curation.release_rows import (  # noqa: F401  (plain_rows: re-exported)
     Pieces, csv_lines, json_texts, plain_rows, records, release_test_rows, whole,  # noqa: F401
@@ -98,7 +99,7 @@ def release_csv(release: Release) -> Iterator[str]:
     # Stored lines only when they have today's columns (releases before expected_action had 18).
     if release.manifest.get("csv_lines") and release.manifest.get("csv_columns", 18) == len(CSV_COLUMNS):
         return csv_line_chunks(release_csv_lines(release))
-    return csv_chunks(release_rows_slim(release))
+    return rendered_csv_chunks(release)
 
 
 def hf_row(d: dict[str, Any]) -> dict[str, Any]:

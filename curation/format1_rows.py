@@ -66,35 +66,56 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
     if release.format == 2:
         yield from (row for *_ids, row in release_test_rows(release, chunk_size=chunk_size))
         return
-    procedures: dict[int, dict[str, Any]] = {}
-    loads = json.loads
     sqlite = connections[release._state.db or "default"].vendor == "sqlite"
-    if sqlite:  # the stored text as it is: canonical rows are cut in Python (_leading_context_row)
+    read = Format1Reader(release, sqlite)
+    for text, ctx_text in plain_rows(format1_texts(release, sqlite), chunk_size):
+        yield read(text, ctx_text)
+
+
+def format1_texts(release: Release, sqlite: bool):
+    """(row text, context text) in download order: SQLite hands over the stored text as it is
+    (canonical rows are cut in Python); PostgreSQL drops the procedure text and the APIs and gives
+    the context as its own column."""
+    if sqlite:
         qs = release.entries.order_by(*ORDER).annotate(slim=Cast("data", TextField()), ctx=_ContextText("data"))
     else:
         qs = release.entries.order_by(*ORDER).annotate(slim=_SlimRow("data"), ctx=_ContextText("data"))
-    prev_text, prev_ctx = "", []
-    apis_text, apis = "", None
-    for text, ctx_text in plain_rows(qs.values_list("slim", "ctx"), chunk_size):
-        if sqlite and text.startswith(_LEADING_APIS):
+    return qs.values_list("slim", "ctx")
+
+
+class Format1Reader:
+    """Decodes one format 1 row text after another (release_rows_slim's rows); the state carried
+    from row to row (the previous context and APIs) only saves work, every row equals its decode."""
+
+    def __init__(self, release: Release, sqlite: bool) -> None:
+        self.release, self.sqlite = release, sqlite
+        self.procedures: dict[int, dict[str, Any]] = {}
+        self.prev_text, self.prev_ctx = "", []
+        self.apis_text, self.apis = "", None
+
+    def __call__(self, text: str, ctx_text: str | None) -> dict[str, Any]:
+        loads = json.loads
+        if self.sqlite and text.startswith(_LEADING_APIS):
             # A canonical row (release_create's format 1): "apis" first, the same text as the previous
             # row's most of the time, then "context".
-            n = len(apis_text)
-            if n and text.startswith(apis_text, 8) and text[8 + n] == ",":
+            n = len(self.apis_text)
+            if n and text.startswith(self.apis_text, 8) and text[8 + n] == ",":
                 i = 8 + n
             else:
-                apis, i = _SCAN(text, 8)
-                apis_text = text[8:i]
+                self.apis, i = _SCAN(text, 8)
+                self.apis_text = text[8:i]
+            apis = self.apis
             text = "{" + text[i + 1:]
         else:
             apis = None
         if ctx_text is None and text.startswith(_LEADING_CONTEXT):
-            d, prev_text, prev_ctx = _leading_context_row(text, prev_text, prev_ctx)
+            d, self.prev_text, self.prev_ctx = _leading_context_row(text, self.prev_text, self.prev_ctx)
         else:
             d = loads(text)
         if apis is not None:
             d["apis"] = apis
         if ctx_text is not None:
+            prev_text, prev_ctx = self.prev_text, self.prev_ctx
             n = len(prev_text)
             if n > 2 and len(ctx_text) > n and ctx_text[n - 1] == "," and ctx_text.startswith(prev_text[:-1]):
                 ctx = prev_ctx + loads("[" + ctx_text[n:])
@@ -103,20 +124,20 @@ def release_rows_slim(release: Release, chunk_size: int = 2000) -> Iterator[dict
             else:
                 ctx = loads(ctx_text)
             d["context"] = ctx
-            prev_text, prev_ctx = ctx_text, ctx
+            self.prev_text, self.prev_ctx = ctx_text, ctx
         proc = d["procedure"]
         if "apis" in d and "text" in proc:  # a database without JSON functions: already whole
-            yield d
-            continue
+            return d
         pid = proc["id"]
+        procedures = self.procedures
         rec = procedures.get(pid)
         if rec is None:
             if len(procedures) > 20_000:
                 procedures.clear()
-            rec = procedures[pid] = release.records.get(kind="procedure", object_id=pid).data
+            rec = procedures[pid] = self.release.records.get(kind="procedure", object_id=pid).data
         proc["text"] = rec["text"]
         d["apis"] = rec["apis"]
-        yield d
+        return d
 
 
 _LEADING_CONTEXT = '{"context":['
@@ -127,23 +148,29 @@ _SCAN = json.JSONDecoder().scan_once
 def _leading_context_row(text: str, prev_text: str, prev_ctx: list) -> tuple[dict[str, Any], str, list]:
     """A minified row whose first key is "context", decoded with the context-prefix rule of
     release_rows_slim applied to the row's own text: (row, its context's text, its context)."""
-    start, n = len(_LEADING_CONTEXT) - 1, len(prev_text)
+    start = len(_LEADING_CONTEXT) - 1
+    ctx, end = context_at(text, start, prev_text, prev_ctx)
+    d = _rest(text, end) if text[end] == "," else {}
+    d["context"] = ctx
+    return d, text[start:end], ctx
+
+
+def context_at(text: str, start: int, prev_text: str, prev_ctx: list) -> tuple[list, int]:
+    """The minified JSON array at text[start] ("["), decoded with the context-prefix rule: when the
+    previous context's text (without its "]", then a comma) starts it, only the new items are
+    decoded and appended to a copy of the previous list. (The list, the index after its "]".)"""
+    n = len(prev_text)
     if n > 2 and text.startswith(prev_text[:-1], start) and text[start + n - 1] == ",":
         ctx, i = prev_ctx[:], start + n
         while True:
             item, i = _SCAN(text, i)
             ctx.append(item)
             if text[i] == "]":
-                end = i + 1
-                break
+                return ctx, i + 1
             i += 1  # the comma (minified JSON: nothing else between items)
-    elif n >= 2 and text.startswith(prev_text, start) and text[start + n] in ",}":
-        ctx, end = prev_ctx[:], start + n
-    else:
-        ctx, end = _SCAN(text, start)
-    d = _rest(text, end) if text[end] == "," else {}
-    d["context"] = ctx
-    return d, text[start:end], ctx
+    if n >= 2 and text.startswith(prev_text, start) and text[start + n] in ",}":
+        return prev_ctx[:], start + n
+    return _SCAN(text, start)
 
 
 _PROCEDURES: dict[str, Any] = {}
