@@ -6,19 +6,29 @@ with no think time on a 2-core machine, Postgres and SQLite):
 
 * threaded workers (gthread) keep each browser's connection open between requests (keep-alive):
   a sync worker closes it after every response, and holds a whole process per slow client;
-* one process per core (the GIL lets one process use one core; more processes measured slower:
-  they contend for the same cores), four threads each, so a request waiting on the database or
-  on Graphviz does not idle a core;
+* how many processes and threads depends on the database (DATABASE_URL, as the app reads it):
+  - Postgres: one process per core, four threads each, so a request waiting on the database
+    does not idle a core (2 x 4 beat 4 x 2 and 8 x 1 in two interleaved series each, cached and
+    first-view SVG: claim+page p95 41-45 ms cached against 58-72);
+  - SQLite: two processes per core, two threads each. The database has one writer at a time,
+    and a thread holding the write lock gives up its process's GIL inside every SQLite call,
+    then waits for it behind its sibling threads while every other writer waits for it; with
+    fewer threads per process the lock is held for less long. 4 x 2 and 8 x 1 met every target
+    in both series (claim+page p95 36-46 ms, submit 27-32 ms, first-view SVG included), 2 x 4
+    missed the first-view one in both (63-64 ms);
 * Django keeps one database connection per thread (CONN_MAX_AGE in almita_web/env.py).
 
 WEB_WORKERS, WEB_THREADS and WEB_BIND override the defaults.
 """
 import os
 
+_cores = os.cpu_count() or 1
+_sqlite = not os.environ.get("DATABASE_URL", "").lower().startswith(("postgres", "pgsql"))
+
 bind = os.environ.get("WEB_BIND", "0.0.0.0:8000")
 worker_class = "gthread"
-workers = int(os.environ.get("WEB_WORKERS", str(max(2, os.cpu_count() or 1))))  # one per core
-threads = int(os.environ.get("WEB_THREADS", "4"))
+workers = int(os.environ.get("WEB_WORKERS") or (max(4, 2 * _cores) if _sqlite else max(2, _cores)))
+threads = int(os.environ.get("WEB_THREADS") or (2 if _sqlite else 4))
 keepalive = 75  # seconds an idle connection stays open (longer than browsers keep theirs)
 timeout = 60  # a request still running after this long has its worker restarted
 graceful_timeout = 20

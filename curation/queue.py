@@ -104,7 +104,9 @@ def count_candidates(*, stage: str, annotator_id: int, now: datetime, cap: int |
 
 
 def first_candidate(**kwargs) -> ReviewItem | None:
-    return fetch_one(ReviewItem, *_candidates_sql(limit=1, **kwargs))
+    # Prepared on Postgres: planning this query took ~1 ms against ~0.1 ms to run it, and its plan
+    # (a walk of the queue index) is the same for every stage and annotator.
+    return fetch_one(ReviewItem, *_candidates_sql(limit=1, **kwargs), prepared=True)
 
 
 def gold_share(*, stage: str) -> float:

@@ -15,6 +15,16 @@ def test_gunicorn_config_is_threaded_with_keep_alive(monkeypatch):
     conf = runpy.run_path(str(REPO / "gunicorn.conf.py"))
     assert conf["worker_class"] == "gthread" and conf["threads"] > 1 and conf["keepalive"] > 5
     assert conf["workers"] >= 2 and conf["bind"] == "0.0.0.0:8000"
+    cores = __import__("os").cpu_count() or 1
+    # Measured per database (bench/review_http.py): Postgres one process per core with four
+    # threads; SQLite (one writer at a time) twice the processes with two threads each.
+    monkeypatch.setenv("DATABASE_URL", "postgres://u@h:5432/db")
+    conf = runpy.run_path(str(REPO / "gunicorn.conf.py"))
+    assert (conf["workers"], conf["threads"]) == (max(2, cores), 4)
+    for url in ("sqlite:////tmp/x.sqlite3", ""):
+        monkeypatch.setenv("DATABASE_URL", url)
+        conf = runpy.run_path(str(REPO / "gunicorn.conf.py"))
+        assert (conf["workers"], conf["threads"]) == (max(4, 2 * cores), 2)
     monkeypatch.setenv("WEB_WORKERS", "5")
     monkeypatch.setenv("WEB_THREADS", "8")
     conf = runpy.run_path(str(REPO / "gunicorn.conf.py"))
