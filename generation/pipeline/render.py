@@ -264,5 +264,34 @@ def scope_svg_ids(svg: str, prefix: str) -> str:
 
     Graphviz numbers its elements node1, edge1, … in every drawing, so two graphs inlined in one
     page would share ids. Callers pass a prefix naming the drawing ("fg12-").
+
+    The result is ``_SVG_ID.sub(...)``'s (tests compare them on random text), found with
+    ``str.find`` instead: the regular expression has no fixed first character, so it stepped
+    through every character of the drawing (0.39 ms for a review page's graph; this, ~0.02 ms).
     """
-    return _SVG_ID.sub(lambda m: m.group(1) + prefix + m.group(2), svg)
+    starts = []
+    for literal, boundary in (('id="', True), ('href="#', True), ("url(#", False)):
+        at = svg.find(literal)
+        while at >= 0:
+            if not boundary or at == 0 or not _WORD(svg[at - 1]):
+                starts.append((at, at + len(literal)))
+            at = svg.find(literal, at + 1)
+    if not starts:
+        return svg
+    starts.sort()
+    out, done, resume = [], 0, 0
+    for at, value in starts:
+        if at < resume:
+            continue  # inside the previous match's value, where the expression does not look
+        end = min((i for i in (svg.find('"', value), svg.find(")", value)) if i >= 0), default=len(svg))
+        if end == value:
+            continue  # an empty value: no match
+        out += [svg[done:value], prefix]
+        done, resume = value, end
+    out.append(svg[done:])
+    return "".join(out)
+
+
+def _WORD(ch: str) -> bool:
+    """Whether `ch` is a word character for the regular expression's ``\\b`` (str patterns)."""
+    return ch.isalnum() or ch == "_"
