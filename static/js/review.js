@@ -61,4 +61,6 @@
       if (box) { ev.preventDefault(); box.checked = !box.checked; if (hint && box.checked) hint.hidden = true; }
     }
   });
+  // The shortcuts are live from here on (browser tests wait for this before pressing keys).
+  document.documentElement.setAttribute("data-review-keys", "ready");
 })();

@@ -56,6 +56,8 @@ def open_next_flowgraph(page, live_server):
     page.goto(f"{live_server.url}/curation/queue/")
     page.click("#next-flowgraph")
     page.wait_for_selector("#review-form")
+    # The form is parsed before the page's scripts run: keys pressed earlier do nothing.
+    page.wait_for_selector('html[data-review-keys="ready"]', state="attached")
 
 
 def test_blind_double_review_then_adjudication(browser, live_server, annotator_a, annotator_b, adjudicator):

@@ -42,6 +42,8 @@ def open_next(page, live_server, stage: str):
     page.goto(f"{live_server.url}/curation/queue/")
     page.click(f"#next-{stage}")
     page.wait_for_selector("#review-form")
+    # The form is parsed before the page's scripts run: keys pressed earlier do nothing.
+    page.wait_for_selector('html[data-review-keys="ready"]', state="attached")
 
 
 def test_flowgraph_zoom_fit_highlight_and_flags(browser, live_server, annotator_a):  # noqa: F811
