@@ -14,12 +14,13 @@ import time
 from typing import Any
 
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 from django.template.loader import render_to_string
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from almita_web.rows import fetch
+from curation import hot_sql
 from curation.guidelines import current_guide, human_codes, reason_codes, rule_codes
 from curation.lineage import artifact_for
 from curation.models import ReviewItem, ReviewStage
@@ -63,8 +64,11 @@ def cached_svg(row: Flowgraph | ConversationGraph) -> dict[str, Any]:
             if error:
                 return {"svg": "", "error": error}
             row.svg = svg
-            with transaction.atomic():  # on SQLite: queued with the other writers (almita_web/sqlite)
-                type(row).objects.filter(pk=row.pk).update(svg=svg)
+            if connection.vendor == "sqlite":
+                with transaction.atomic():  # queued with the other writers (almita_web/sqlite)
+                    hot_sql.update(type(row), row.pk, svg=svg)
+            else:  # one statement is atomic by itself: no BEGIN and COMMIT round trips
+                hot_sql.update(type(row), row.pk, svg=svg)
         finally:
             if not cheap:
                 cache.delete(_drawing_key(row))
