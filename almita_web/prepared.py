@@ -36,8 +36,9 @@ def _enabled() -> bool:
     return os.environ.get("DB_PREPARED_STATEMENTS", "1") != "0"
 
 
-def _session(db) -> dict[str, str]:
-    """Statement → prepared name (or "" when it cannot be prepared) for the current session."""
+def _session(db) -> tuple:
+    """(raw connection, {statement: prepared name, or "" when it cannot be prepared}, name prefix)
+    for the database session `db` has now; a new session (reconnect) starts a new state."""
     raw = db.connection
     state = db.__dict__.get("_almita_prepared")
     if state is None or state[0] is not raw:

@@ -2,8 +2,8 @@
 
 ``Model.objects.raw()`` resolves its columns, builds a compiler and its converters again for every
 query: on the review path's one-row lookups (the user on every request, the item, the claim) that
-took longer than running the query. ``fetch`` keeps that plan per connection, model and column
-list, converts values exactly as the ORM does (each backend's and field's converters: JSON,
+took longer than running the query. ``fetch`` keeps that plan per process (in the shared
+``django.db.connection`` object), model and column list, converts values exactly as the ORM does (each backend's and field's converters: JSON,
 datetimes, booleans on SQLite) and builds instances with ``Model.from_db``, so they behave like
 ORM-loaded ones (columns not selected are deferred and load on first access).
 """

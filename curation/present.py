@@ -7,6 +7,7 @@ label, so the markup is inlined as is.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -57,17 +58,17 @@ def cached_svg(row: Flowgraph | ConversationGraph) -> dict[str, Any]:
     # A small graph is drawn in this process in well under a millisecond (graphviz_lib): cheaper
     # than agreeing with a concurrent viewer about who draws it. Only a drawing by the program
     # is worth waiting for.
-    cheap = not _drawn(row.svg) and _in_process(row.data)
-    if not _drawn(row.svg) and (cheap or not _drawn_by_another(row)):
+    drawn = _drawn(row.svg)
+    cheap = not drawn and _in_process(row.data)
+    if not drawn and (cheap or not _drawn_by_another(row)):
         try:
             svg, error = _render(row.data)
             if error:
                 return {"svg": "", "error": error}
             row.svg = svg
-            if connection.vendor == "sqlite":
-                with transaction.atomic():  # queued with the other writers (almita_web/sqlite)
-                    hot_sql.update(type(row), row.pk, svg=svg)
-            else:  # one statement is atomic by itself: no BEGIN and COMMIT round trips
+            # On SQLite the write queues with the other writers (almita_web/sqlite); elsewhere one
+            # statement is atomic by itself: no BEGIN and COMMIT round trips.
+            with transaction.atomic() if connection.vendor == "sqlite" else contextlib.nullcontext():
                 hot_sql.update(type(row), row.pk, svg=svg)
         finally:
             if not cheap:

@@ -4,17 +4,13 @@ the API graph page."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from generation import embeddings
 from generation.models import Api
 from generation.pipeline import api_graph as G
-from generation.pipeline import graphviz_lib
-from generation.pipeline.graphviz_env import dot_env
-from generation.pipeline.render import GraphvizMissing
+from generation.pipeline.render import dot_to_svg as render_dot_to_svg
 
 WORD_OVERLAP = "word overlap of descriptions"
 MINILM = "MiniLM sentence embeddings of descriptions (all-MiniLM-L6-v2, offline)"
@@ -63,17 +59,7 @@ def build(apis: list[G.ApiNode], *, min_score: float = G.DEFAULT_MIN_SCORE,
 
 def dot_to_svg(dot: str, timeout: float = 30.0, *, nodes: int | None = None, edges: int | None = None) -> str:
     """SVG of `dot`; with its node and edge counts known, a small graph is drawn in this process."""
-    exe = shutil.which("dot")
-    if exe is None:
-        raise GraphvizMissing("Graphviz is not installed: the 'dot' program was not found on PATH.")
-    svg = None if nodes is None or edges is None else graphviz_lib.render(dot, nodes, edges)
-    if svg is None:
-        proc = subprocess.run([exe, "-Tsvg"], input=dot, capture_output=True, text=True, timeout=timeout,
-                              env=dot_env())
-        if proc.returncode != 0:
-            raise RuntimeError(f"dot failed: {proc.stderr.strip()[:500]}")
-        svg = proc.stdout
-    return svg[svg.find("<svg"):]
+    return render_dot_to_svg(dot, nodes, edges, timeout)
 
 
 def render(apis: list[G.ApiNode], edges: list[G.Edge], fmt: str, *, min_score: float, similarity: str) -> str:

@@ -8,7 +8,6 @@ Graphviz's SVG writer escapes ``<``/``>``/``&``, so ``<script>`` in a label arri
 """
 from __future__ import annotations
 
-import re
 
 import shutil
 import subprocess
@@ -117,15 +116,19 @@ def to_dot(g: nx.DiGraph, highlight_path: list[Any] | None = None,
 
 def to_svg(g: nx.DiGraph, highlight_path: list[Any] | None = None, timeout: float = 30.0,
            covered_edges: set[tuple[Any, Any]] | None = None) -> str:
-    """SVG markup (from ``<svg`` on, ready to inline in HTML) rendered by the system ``dot``."""
+    """SVG markup (from ``<svg`` on, ready to inline in HTML) rendered by Graphviz."""
+    return dot_to_svg(to_dot(g, highlight_path, covered_edges), g.number_of_nodes(), g.number_of_edges(), timeout)
+
+
+def dot_to_svg(dot: str, nodes: int | None, edges: int | None, timeout: float = 30.0) -> str:
+    """SVG markup (from ``<svg`` on) of DOT text. Small graphs (every review page's) are drawn by
+    Graphviz's library in this process when their node and edge counts are known; the program,
+    under its timeout, draws the rest and anything the library declines."""
     exe = shutil.which("dot")
     if exe is None:
         raise GraphvizMissing("Graphviz is not installed: the 'dot' program was not found on PATH. "
                               "Install it (Debian/Ubuntu: apt-get install graphviz) to render SVG.")
-    dot = to_dot(g, highlight_path, covered_edges)
-    # Small graphs (every review page's) are drawn by Graphviz's library in this process; the
-    # program, under its timeout, draws the rest and anything the library declines.
-    svg = graphviz_lib.render(dot, g.number_of_nodes(), g.number_of_edges())
+    svg = None if nodes is None or edges is None else graphviz_lib.render(dot, nodes, edges)
     if svg is None:
         proc = subprocess.run([exe, "-Tsvg"], input=dot, capture_output=True, text=True, timeout=timeout,
                               env=dot_env())
@@ -256,24 +259,22 @@ def to_outline(g: nx.DiGraph) -> str:
     return "\n".join(lines) + "\n"
 
 
-_SVG_ID = re.compile(r'(\bid="|\bhref="#|xlink:href="#|url\(#)([^")]+)')
-
-
 def scope_svg_ids(svg: str, prefix: str) -> str:
-    """Prefix every element id of a Graphviz SVG (and each reference to one) with `prefix`.
+    r"""Prefix every element id of a Graphviz SVG (and each reference to one) with `prefix`.
 
     Graphviz numbers its elements node1, edge1, … in every drawing, so two graphs inlined in one
     page would share ids. Callers pass a prefix naming the drawing ("fg12-").
 
-    The result is ``_SVG_ID.sub(...)``'s (tests compare them on random text), found with
-    ``str.find`` instead: the regular expression has no fixed first character, so it stepped
-    through every character of the drawing (0.39 ms for a review page's graph; this, ~0.02 ms).
+    The rule is the regular expression ``(\bid="|\bhref="#|xlink:href="#|url\(#)([^")]+)`` with
+    the prefix put before the second group (tests compare the two on random text), applied with
+    ``str.find`` instead: that expression has no fixed first character, so it stepped through
+    every character of the drawing (0.39 ms for a review page's graph; this, ~0.03 ms).
     """
     starts = []
     for literal, boundary in (('id="', True), ('href="#', True), ("url(#", False)):
         at = svg.find(literal)
         while at >= 0:
-            if not boundary or at == 0 or not _WORD(svg[at - 1]):
+            if not boundary or at == 0 or not _is_word(svg[at - 1]):
                 starts.append((at, at + len(literal)))
             at = svg.find(literal, at + 1)
     if not starts:
@@ -292,6 +293,6 @@ def scope_svg_ids(svg: str, prefix: str) -> str:
     return "".join(out)
 
 
-def _WORD(ch: str) -> bool:
+def _is_word(ch: str) -> bool:
     """Whether `ch` is a word character for the regular expression's ``\\b`` (str patterns)."""
     return ch.isalnum() or ch == "_"

@@ -130,32 +130,3 @@ def test_the_environment_switch_turns_the_library_off(monkeypatch):
     monkeypatch.setattr(graphviz_lib, "_state", {})
     assert graphviz_lib.available() is True
 
-
-# --------------------------------------------------------------------------- scope_svg_ids
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from generation.pipeline.render import _SVG_ID, scope_svg_ids  # noqa: E402
-
-_PIECES = ['id="', 'href="#', 'xlink:href="#', "url(#", '"', ")", "(", "#", "=", "a", "_", "-", " ", "é", "x",
-           "i", "d", "h", "ref", "u", "rl", "\n"]
-
-
-def _by_regex(svg: str, prefix: str) -> str:
-    return _SVG_ID.sub(lambda m: m.group(1) + prefix + m.group(2), svg)
-
-
-@settings(max_examples=3000, deadline=None)
-@given(st.lists(st.sampled_from(_PIECES), max_size=16).map("".join), st.sampled_from(["fg1-", "cg22c3-", ""]))
-def test_scoping_ids_equals_the_regular_expression_on_any_text(text, prefix):
-    assert scope_svg_ids(text, prefix) == _by_regex(text, prefix)
-
-
-def test_scoping_a_drawing_prefixes_every_id_and_reference():
-    g = parse_graph_text(FLOWGRAPH_TEXT, kind="flowgraph")
-    svg = to_svg(g)
-    scoped = scope_svg_ids(svg, "fg9-")
-    assert scoped == _by_regex(svg, "fg9-")
-    assert 'id="node1"' in svg and 'id="node1"' not in scoped and 'id="fg9-node1"' in scoped
-    assert scoped.count('id="fg9-') == svg.count(' id="')
