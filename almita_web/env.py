@@ -136,7 +136,7 @@ def database_from_url(url: str, base_dir: Path, name: str = "DATABASE_URL") -> d
         except ValueError:
             raise ImproperlyConfigured(f"{name}={url!r} has a bad port") from None
         return {
-            "ENGINE": "django.db.backends.postgresql",
+            "ENGINE": "almita_web.postgres",  # Django's, health check skipped for a busy connection
             "NAME": db_name,
             "USER": unquote(parsed.username or ""),
             "PASSWORD": unquote(parsed.password or ""),

@@ -72,3 +72,49 @@ def fetch(model: type[M], sql: str, params: list[Any] | tuple = (), *, prepared:
 def fetch_one(model: type[M], sql: str, params: list[Any] | tuple = (), *, prepared: bool = False) -> M | None:
     found = fetch(model, sql, params, prepared=prepared)
     return found[0] if found else None
+
+
+def fetch_joined(parts: list[type[Model]], sql: str, params: list[Any] | tuple = (), *, prepared: bool = False,
+                 deferred_if_null: frozenset[str] = frozenset()) -> list[tuple]:
+    """Rows of a join as tuples of model instances, one per model in `parts`.
+
+    `sql` selects each part's columns in turn, each part's primary key first (``SELECT a.id, …,
+    b.id, …``): where the next part's primary key is, the previous part's columns end. A part
+    whose primary key is NULL (an outer join that found nothing) comes back as None. Columns
+    named in `deferred_if_null` that are NULL are left deferred (loaded on first access), so a
+    query can send a large column only when the caller will need it.
+    """
+    with connection.cursor() as cursor:
+        if prepared:
+            prepared_sql.execute(cursor, sql, params)
+        else:
+            cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        if not rows:
+            return []
+        names = [col[0] for col in cursor.description]
+    bounds, start = [], 0
+    for i, model in enumerate(parts):
+        end = len(names) if i == len(parts) - 1 else names.index(parts[i + 1]._meta.pk.column, start + 1)
+        bounds.append((model, start, end, _plan(model, tuple(names[start:end]))))
+        start = end
+    alias = connection.alias
+    out = []
+    for row in rows:
+        built = []
+        for model, start, end, (slots, converters, width, attnames) in bounds:
+            part = list(row[start:end])
+            if part[0] is None:
+                built.append(None)
+                continue
+            for i, fns, col in converters:
+                value = part[i]
+                for fn in fns:
+                    value = fn(value, col, connection)
+                part[i] = value
+            values = [DEFERRED] * width
+            for slot, name, value in zip(slots, names[start:end], part):
+                values[slot] = DEFERRED if value is None and name in deferred_if_null else value
+            built.append(model.from_db(alias, attnames, values))
+        out.append(tuple(built))
+    return out

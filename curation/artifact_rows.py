@@ -1,82 +1,113 @@
-"""The artifact behind a review item, with the rows its review page shows, read by primary key.
+"""The artifact behind a review item, with the rows its review page shows, in one query.
 
 The review page is the most frequent page of the product. Its artifact used to come from one
-ORM query with select_related and deferred columns, which took longer to build than the few
-one-row reads below take to run (almita_web.rows keeps their plans).
+ORM query with select_related and deferred columns, which took longer to build than to run;
+then from one plain read per row (artifact, procedure, intent: three round trips to the database
+for a flowgraph, five for a conversation). Now each stage's chain of rows is one outer join, run
+as a prepared statement on Postgres (almita_web.rows.fetch_joined keeps its column plans).
+
+Graph data (large JSON) is sent only while the row has no drawing: the page draws the SVG cached
+on the row, so once drawn it needs no data (a deferred field still loads on first access).
 """
 from __future__ import annotations
 
 from django.db import connection, models
 
-from almita_web.rows import fetch_one
+from almita_web.rows import fetch_joined
 from curation.models import ReviewItem, ReviewStage
 from generation.models import Conversation, ConversationGraph, Flowgraph, Intent, Procedure, SampledPath
 
+# A stored drawing is current when this mark (the node map) is in its first characters
+# (curation.present._drawn says the same in Python).
+DRAWN_MARK = "data-nodes="
+DRAWN_WITHIN = 400
 
-def _row(model, pk, skip: tuple[str, ...] = ()):
-    """One row by primary key in plain SQL (almita_web.rows); `skip`ped columns stay deferred."""
-    sql = _ROW_SQL.get((model, skip))
-    if sql is None:
-        qn = connection.ops.quote_name
-        cols = ", ".join(qn(f.column) for f in model._meta.concrete_fields if f.name not in skip)
-        sql = _ROW_SQL[(model, skip)] = f"SELECT {cols} FROM {qn(model._meta.db_table)} WHERE id = %s"
-    return fetch_one(model, sql, [pk], prepared=True) if pk is not None else None
+_SQL: dict = {}
 
 
-_ROW_SQL: dict = {}
-_DRAWN = ("data", "svg", "text")
+def _columns(alias: str, model, skip: tuple[str, ...] = (), undrawn_data: bool = False) -> list[str]:
+    """`model`'s columns as `alias`.column, primary key first; ``undrawn_data``: the data column
+    only while the row's SVG lacks a current drawing (NULL otherwise: left deferred)."""
+    qn = connection.ops.quote_name
+    pk = model._meta.pk
+    out = [f"{alias}.{qn(pk.column)}"]
+    for f in model._meta.concrete_fields:
+        if f is pk or f.name in skip:
+            continue
+        if undrawn_data and f.name == "data":
+            find = "strpos" if connection.vendor == "postgresql" else "instr"
+            out.append(f"CASE WHEN {find}(substr({alias}.svg, 1, {DRAWN_WITHIN}), '{DRAWN_MARK}') > 0 "
+                       f"THEN NULL ELSE {alias}.data END AS data")
+        else:
+            out.append(f"{alias}.{qn(f.column)}")
+    return out
 
 
-def _procedure(pk: int):
-    """The procedure with its intent attached, each read by primary key."""
-    proc = _row(Procedure, pk)
-    if proc is not None:
-        intent = _row(Intent, proc.intent_id)
-        if intent is not None:
-            proc.intent = intent
-    return proc
-
-
-def _with_procedure(row, procedure_id: int):
-    proc = _procedure(procedure_id)
-    if proc is not None:
-        row.procedure = proc
-    return row
+def _chain(stage: str) -> tuple[str, list]:
+    """(SQL, models) of one stage's artifact and the rows its page shows, joined on their keys."""
+    built = _SQL.get((stage, connection.vendor))
+    if built is not None:
+        return built
+    t = lambda model: model._meta.db_table  # noqa: E731
+    procedure_intent = [("p", Procedure, ()), ("i", Intent, ())]
+    joins_pi = f"LEFT JOIN {t(Intent)} i ON i.id = p.intent_id"
+    if stage == ReviewStage.PROCEDURE:
+        parts, joins = procedure_intent, f"FROM {t(Procedure)} p {joins_pi}"
+    elif stage == ReviewStage.FLOWGRAPH:
+        parts = [("f", Flowgraph, ("data",))] + procedure_intent
+        joins = f"FROM {t(Flowgraph)} f LEFT JOIN {t(Procedure)} p ON p.id = f.procedure_id {joins_pi}"
+    elif stage == ReviewStage.CONVERSATION_GRAPH:
+        parts = [("g", ConversationGraph, ("data",)), ("f", Flowgraph, ("data",))] + procedure_intent
+        joins = (f"FROM {t(ConversationGraph)} g LEFT JOIN {t(Flowgraph)} f ON f.id = g.flowgraph_id "
+                 f"LEFT JOIN {t(Procedure)} p ON p.id = f.procedure_id {joins_pi}")
+    else:
+        # The conversation's page draws its graph with the path highlighted (from the data) and
+        # shows neither drawing nor text of the graphs themselves.
+        parts = [("c", Conversation, ()), ("s", SampledPath, ()), ("g", ConversationGraph, ("svg", "text")),
+                 ("f", Flowgraph, ("data", "svg", "text"))] + procedure_intent
+        joins = (f"FROM {t(Conversation)} c LEFT JOIN {t(SampledPath)} s ON s.id = c.path_id "
+                 f"LEFT JOIN {t(ConversationGraph)} g ON g.id = s.conversation_graph_id "
+                 f"LEFT JOIN {t(Flowgraph)} f ON f.id = g.flowgraph_id "
+                 f"LEFT JOIN {t(Procedure)} p ON p.id = c.procedure_id {joins_pi}")
+    first = parts[0][0]
+    cols = []
+    for alias, model, skip in parts:
+        drawn_here = "data" in skip and "svg" not in skip
+        cols += _columns(alias, model, tuple(s for s in skip if not drawn_here or s != "data"), drawn_here)
+    sql = f"SELECT {', '.join(cols)} {joins} WHERE {first}.id = %s"
+    built = _SQL[(stage, connection.vendor)] = (sql, [model for _a, model, _s in parts])
+    return built
 
 
 def artifact_for(item: ReviewItem) -> models.Model | None:
-    """The item's artifact with the rows its page shows, each read by primary key in plain SQL.
-
-    Graph data (large JSON) is deferred: pages draw the SVG cached on the row and read the data
-    only when that cache is empty, so most requests need not fetch and parse it. A deferred field
-    still loads on first access. (The ORM's select_related query for this cost more to build than
-    the few one-row reads.)
-    """
-    oid = item.object_id
-    if item.stage == ReviewStage.PROCEDURE:
-        return _procedure(oid)
-    if item.stage == ReviewStage.FLOWGRAPH:
-        fg = _row(Flowgraph, oid, ("data",))
-        return _with_procedure(fg, fg.procedure_id) if fg is not None else None
-    if item.stage == ReviewStage.CONVERSATION_GRAPH:
-        cg = _row(ConversationGraph, oid, ("data",))
-        if cg is None:
-            return None
-        fg = _row(Flowgraph, cg.flowgraph_id, ("data",))
-        if fg is not None:
-            cg.flowgraph = _with_procedure(fg, fg.procedure_id)
-        return cg
-    conv = _row(Conversation, oid)
-    if conv is None:
+    """The item's artifact with the rows its page shows attached (procedure with intent; the
+    graphs above a conversation graph or conversation), read in one statement."""
+    sql, parts = _chain(item.stage)
+    found = fetch_joined(parts, sql, [item.object_id], prepared=True, deferred_if_null=frozenset({"data"}))
+    if not found:
         return None
-    if conv.path_id is not None:
-        path = _row(SampledPath, conv.path_id)
+    rows = list(found[0])
+    procedure, intent = rows[-2], rows[-1]
+    if procedure is not None and intent is not None:
+        procedure.intent = intent
+    if item.stage == ReviewStage.PROCEDURE:
+        return procedure
+    artifact = rows[0]
+    if item.stage == ReviewStage.CONVERSATION_GRAPH:
+        flowgraph = rows[1]
+        if flowgraph is not None:
+            if procedure is not None:
+                flowgraph.procedure = procedure
+            artifact.flowgraph = flowgraph
+        return artifact
+    if item.stage == ReviewStage.CONVERSATION:
+        path, graph, flowgraph = rows[1], rows[2], rows[3]
+        if graph is not None:
+            if flowgraph is not None:
+                graph.flowgraph = flowgraph
+            path.conversation_graph = graph
         if path is not None:
-            cg = _row(ConversationGraph, path.conversation_graph_id, _DRAWN)
-            if cg is not None:
-                fg = _row(Flowgraph, cg.flowgraph_id, _DRAWN)
-                if fg is not None:
-                    cg.flowgraph = fg
-                path.conversation_graph = cg
-            conv.path = path
-    return _with_procedure(conv, conv.procedure_id)
+            artifact.path = path
+    if procedure is not None:
+        artifact.procedure = procedure
+    return artifact

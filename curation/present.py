@@ -22,6 +22,7 @@ from django.utils.safestring import mark_safe
 
 from almita_web.rows import fetch
 from curation import hot_sql
+from curation.artifact_rows import DRAWN_MARK, DRAWN_WITHIN
 from curation.guidelines import current_guide, human_codes, reason_codes, rule_codes
 from curation.lineage import artifact_for
 from curation.models import ReviewItem, ReviewStage
@@ -51,7 +52,8 @@ def _render(data: dict, highlight: list | None = None) -> tuple[str, str]:
 
 
 def _drawn(svg: str) -> bool:
-    return bool(svg) and "data-nodes=" in svg[:400]  # (drawings made before the node map are redrawn)
+    # (drawings made before the node map are redrawn; artifact_rows asks the same in SQL)
+    return bool(svg) and DRAWN_MARK in svg[:DRAWN_WITHIN]
 
 
 def cached_svg(row: Flowgraph | ConversationGraph) -> dict[str, Any]:

@@ -126,15 +126,15 @@ def review_submit_within(*, annotator, item_id: int, verdict: str, reason_codes:
                                reason_codes=reason_codes, comment=comment, created_at=now, updated_at=now)
     review._state.adding = False
     review.claimed_at = claim.claimed_at  # not stored on the review: callers measure time spent
-    hot_sql.delete(Claim, id=claim.pk)
     item.review_count += 1
     if item.review_count >= item.required_reviews:
-        # Every review is in: any other claim on the item (a lapsed one) is moot now.
+        # Every review is in: this claim and any other on the item (a lapsed one) are moot now.
         hot_sql.delete(Claim, item=item.pk)
         _conclude(item, annotator)
         webhooks.emit("item.fully_reviewed", item_id=item.pk, stage=item.stage, object_id=item.object_id,
                       state=item.state, decision=item.decision)
     else:
+        hot_sql.delete(Claim, id=claim.pk)
         hot_sql.update(ReviewItem, item.pk, review_count=item.review_count)
     _audit(annotator, AuditEvent.Action.VERDICT, item, before, {**_item_snapshot(item), **_review_snapshot(review)})
     return review

@@ -20,9 +20,9 @@ CLAIM_RESUME = 2  # user, held item (the session comes from the cache)
 # user, held item, then in a transaction: (SQLite: held item again,) gold share, candidate, others'
 # claims, claim upsert, audit (+ 2 savepoint statements in the test's transaction)
 CLAIM_NEW = 10
-# user, item, claim, last review, its item, flowgraph, its procedure, the intent, APIs (the artifact's
-# rows are read by primary key in plain SQL: cheaper than compiling the one select_related query)
-PAGE = 9  # (8 when the annotator has no earlier verdict)
+# user, the item with the user's claim on it, the last review with its item, the artifact with its
+# procedure and intent (one outer join, curation.artifact_rows), APIs
+PAGE = 5
 SUBMIT = 20  # user, item; lock, claim, review, claim delete, item, audit, meta (+2 savepoints); CLAIM_NEW - 1
 SKIP = 19
 
