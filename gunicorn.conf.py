@@ -16,9 +16,11 @@ with no think time on a 2-core machine, Postgres and SQLite):
     fewer threads per process the lock is held for less long. 4 x 2 and 8 x 1 met every target
     in both series (claim+page p95 36-46 ms, submit 27-32 ms, first-view SVG included), 2 x 4
     missed the first-view one in both (63-64 ms);
-* Django keeps one database connection per thread (CONN_MAX_AGE in almita_web/env.py).
+* Django keeps one database connection per thread (CONN_MAX_AGE in almita_web/env.py);
+* a kept-alive connection is answered with "Connection: close" at its 20th request (like nginx's
+  keepalive_requests), see pre_request.
 
-WEB_WORKERS, WEB_THREADS and WEB_BIND override the defaults.
+WEB_WORKERS, WEB_THREADS, WEB_KEEPALIVE_REQUESTS and WEB_BIND override the defaults.
 """
 import os
 
@@ -32,6 +34,8 @@ threads = int(os.environ.get("WEB_THREADS") or (2 if _sqlite else 4))
 keepalive = 75  # seconds an idle connection stays open (longer than browsers keep theirs)
 timeout = 60  # a request still running after this long has its worker restarted
 graceful_timeout = 20
+# Requests a kept-alive connection serves before the server closes it (0: no limit).
+keepalive_requests = int(os.environ.get("WEB_KEEPALIVE_REQUESTS") or 20)
 accesslog = "-" if os.environ.get("WEB_ACCESS_LOG", "") == "1" else None
 
 
@@ -59,3 +63,20 @@ def post_worker_init(worker):
     get_resolver().url_patterns  # noqa: B018 (imports every view module)
     gc.collect()
     gc.freeze()
+
+
+def pre_request(worker, req):
+    """Close a kept-alive connection after its ``keepalive_requests``-th request (the response says
+    "Connection: close"; browsers and http clients open a new one for the next request).
+
+    A keep-alive connection stays with the worker process that accepted it, and one process runs
+    Python on one core at a time (the GIL). When the annotators' connections are spread unevenly
+    (6 on one process, 2 on the other, as seen with bench/review_http.py's 8 clients on 2
+    processes), the busy process queues requests on its one core while the other core idles:
+    the machine was 68-82 % busy at 60-90 verdicts/s, and the spread, hence the run's p95, was a
+    matter of chance. A new connection is accepted by whichever process reaches it first, which is
+    seldom the busiest, so a bounded connection life keeps the load spread: the machine was 88-94 %
+    busy in nine runs with a limit of 10, 20 or 50 requests, at 98-116 verdicts/s. Reconnecting
+    costs a TCP handshake every 20 requests."""
+    if keepalive_requests and req.req_number % keepalive_requests == 0:
+        req.must_close = True

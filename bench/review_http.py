@@ -96,7 +96,8 @@ def _row(name: str, values: list[float]) -> str:
 def report(r: dict) -> None:
     print(f"\n{r['vendor']}, SVG {r['svg']}: {r['verdicts']} verdicts in {r['wall']:.1f}s = "
           f"{r['verdicts'] / r['wall']:.1f} verdicts/s; gunicorn {r['server']}; {r['clients']} clients; "
-          f"load average {r['load'][0]:.2f} {r['load'][1]:.2f} before, {r['load_after']:.2f} after; {r['cpus']} CPUs")
+          f"load average {r['load'][0]:.2f} {r['load'][1]:.2f} before, {r['load_after']:.2f} after; {r['cpus']} CPUs; "
+          f"reference loop {r.get('reference_ms', float('nan')):.1f} ms (machine speed: lower is faster)")
     print(f"  {'ms':<22}{'n':>6}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}")
     for key in ("claim", "page", "claim+page", "submit", "page, first view", "page, drawn before"):
         if key in r["t"] and (r["t"][key] or not key.startswith("page,")):
@@ -116,7 +117,8 @@ def summary(results: list[dict]) -> None:
         rate = r["verdicts"] / r["wall"]
         ok = cp <= TARGETS["claim+page"] and sub <= TARGETS["submit"] and rate >= TARGETS["verdicts/s"]
         print(f"  {r['vendor']:<11} SVG {r['svg']:<7} claim+page p95 {cp:6.1f}  submit p95 {sub:6.1f}  "
-              f"{rate:6.1f} verdicts/s  {'met' if ok else 'NOT met'}")
+              f"{rate:6.1f} verdicts/s  {'met' if ok else 'NOT met'}  (reference loop "
+              f"{r.get('reference_ms', float('nan')):.1f} ms)")
 
 
 if __name__ == "__main__":

@@ -118,15 +118,35 @@ def _client(port: int, username: str, stage: str, warmup: int, rounds: int, star
     out[username] = {"t": t, "verdicts": verdicts, "timed": len(t["submit"]), "end": time.perf_counter()}
 
 
-def _cpu_of(pids) -> float:
-    total = 0.0
+def _cpu_of(pids) -> dict[int, float]:
+    """CPU ms of each process (with its waited-for children) that is still there."""
+    out = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) * TICK
-    return total
+        out[pid] = (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) * TICK
+    return out
+
+
+def _cpu_since(before: dict[int, float], pids) -> float:
+    """CPU ms spent since `before` by `pids`; a process that started since counts from zero (a
+    server thread's first request opens its database connection: a new backend)."""
+    return sum(ms - before.get(pid, 0.0) for pid, ms in _cpu_of(pids).items())
+
+
+def reference_loop_ms() -> float:
+    """The machine's speed now: the best of three runs of a fixed pure-Python loop (lower is
+    faster). Shared machines vary: runs on the same code differ by as much as this does."""
+    best = float("inf")
+    for _ in range(3):
+        t = time.process_time()
+        total = 0
+        for i in range(300_000):
+            total += i * i % 7
+        best = min(best, (time.process_time() - t) * 1000)
+    return best
 
 
 def _tree(pid: int) -> list[int]:
@@ -223,6 +243,7 @@ def run_one(args) -> dict:
                 th.join(30)
             raise RuntimeError(f"a client failed: {[r['error'] for r in out.values() if 'error' in r]}") from None
         load_before = os.getloadavg()
+        speed = reference_loop_ms()
         pg = _postgres_pids(db_name) if connection.vendor == "postgresql" else []
         srv = _tree(server.pid)
         c0, s0, d0, m0 = time.process_time(), _cpu_of(srv), _cpu_of(pg), _machine_busy_ms()
@@ -230,8 +251,9 @@ def run_one(args) -> dict:
         for th in threads:
             th.join()
         wall = max(r["end"] for r in out.values()) - t0
-        cpu = {"client": (time.process_time() - c0) * 1000, "server": _cpu_of(srv) - s0,
-               "database": _cpu_of(pg) - d0, "machine": _machine_busy_ms() - m0}
+        pg_after = _postgres_pids(db_name) if connection.vendor == "postgresql" else []
+        cpu = {"client": (time.process_time() - c0) * 1000, "server": _cpu_since(s0, _tree(server.pid)),
+               "database": _cpu_since(d0, set(pg) | set(pg_after)), "machine": _machine_busy_ms() - m0}
         merged: dict[str, list[float]] = {}
         for r in out.values():
             for k, v in r["t"].items():
@@ -242,7 +264,7 @@ def run_one(args) -> dict:
             raise RuntimeError(f"{sent} verdicts sent but {stored} stored")
         return {"vendor": connection.vendor, "svg": args.svg, "items": items, "clients": len(users),
                 "server": described, "verdicts": sum(r["timed"] for r in out.values()), "wall": wall, "t": merged,
-                "cpu_ms": cpu, "cpus": os.cpu_count(), "load": load_before, "load_after": os.getloadavg()[0]}
+                "cpu_ms": cpu, "cpus": os.cpu_count(), "load": load_before, "reference_ms": speed, "load_after": os.getloadavg()[0]}
     finally:
         if server is not None:
             os.killpg(server.pid, signal.SIGTERM)

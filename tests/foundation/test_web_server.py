@@ -1,6 +1,14 @@
 """The production web server's configuration: one file (gunicorn.conf.py) that compose, the
 Dockerfile and bench/review_http.py all start gunicorn with."""
+import contextlib
+import http.client
+import os
 import runpy
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -39,21 +47,16 @@ def test_compose_and_dockerfile_start_gunicorn_with_it():
     assert "gunicorn.conf.py" in (REPO / "bench" / "review_http_run.py").read_text()
 
 
-def test_the_production_server_serves_static_files(tmp_path):
-    """gunicorn as deployed (DEBUG off) answers /static/ itself: the pages' CSS and JS load."""
-    import os
-    import socket
-    import subprocess
-    import sys
-    import time
-    import urllib.request
-
+@contextlib.contextmanager
+def serving(tmp_path, **env_extra):
+    """gunicorn as deployed (gunicorn.conf.py, DEBUG off) on a free port; yields the port once it
+    answers /healthz."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "DEBUG": "false", "SECRET_KEY": "static-test-key", "WEB_WORKERS": "1",
            "WEB_THREADS": "2", "WEB_BIND": f"127.0.0.1:{port}",
-           "DATABASE_URL": f"sqlite:///{tmp_path}/static.sqlite3"}
+           "DATABASE_URL": f"sqlite:///{tmp_path}/static.sqlite3", **env_extra}
     gunicorn = str(Path(sys.executable).with_name("gunicorn"))
     proc = subprocess.Popen([gunicorn, "almita_web.wsgi:application", "--config", "gunicorn.conf.py"],
                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -61,18 +64,52 @@ def test_the_production_server_serves_static_files(tmp_path):
         deadline = time.monotonic() + 30
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/css/app.css", timeout=5) as r:
-                    body, ctype = r.read(), r.headers["Content-Type"]
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
+                    assert r.status == 200
                 break
             except OSError:
                 assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
                 assert time.monotonic() < deadline, "gunicorn did not answer within 30 s"
                 time.sleep(0.2)
-        assert ctype.startswith("text/css")
-        assert body == (REPO / "static" / "css" / "app.css").read_bytes()
+        yield port
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_the_production_server_serves_static_files(tmp_path):
+    """gunicorn as deployed (DEBUG off) answers /static/ itself: the pages' CSS and JS load."""
+    with serving(tmp_path) as port:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/css/app.css", timeout=5) as r:
+            body, ctype = r.read(), r.headers["Content-Type"]
+    assert ctype.startswith("text/css")
+    assert body == (REPO / "static" / "css" / "app.css").read_bytes()
+
+
+def _connection_headers(port: int, n: int) -> list[str]:
+    """The Connection header of each of `n` requests sent through one http.client connection
+    (which opens a new socket after a response that says close)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    out = []
+    for _ in range(n):
+        conn.request("GET", "/healthz", headers={"Host": "127.0.0.1"})
+        resp = conn.getresponse()
+        assert resp.status == 200 and resp.read() == b"ok"
+        out.append(resp.getheader("Connection", "").lower())
+    conn.close()
+    return out
+
+
+def test_a_kept_alive_connection_is_closed_after_its_keepalive_requests(tmp_path, monkeypatch):
+    """pre_request: the Nth request on a connection is answered with Connection: close (spreads
+    long-lived connections over the worker processes again); the client's next request opens a
+    new connection, whose count starts over. 0 turns the limit off; the default is 20."""
+    with serving(tmp_path, WEB_KEEPALIVE_REQUESTS="3") as port:
+        assert _connection_headers(port, 7) == ["keep-alive", "keep-alive", "close"] * 2 + ["keep-alive"]
+    with serving(tmp_path, WEB_KEEPALIVE_REQUESTS="0") as port:
+        assert set(_connection_headers(port, 25)) == {"keep-alive"}
+    monkeypatch.delenv("WEB_KEEPALIVE_REQUESTS", raising=False)
+    assert runpy.run_path(str(REPO / "gunicorn.conf.py"))["keepalive_requests"] == 20
 
 
 def test_gunicorn_workers_hand_over_the_gil_every_millisecond_unless_told_otherwise(monkeypatch):
