@@ -25,6 +25,12 @@ DRAWN_WITHIN = 400
 _SQL: dict = {}
 
 
+def drawn_sql(column: str) -> str:
+    """SQL true when `column` holds a current drawing (curation.present._drawn)."""
+    find = "strpos" if connection.vendor == "postgresql" else "instr"
+    return f"{find}(substr({column}, 1, {DRAWN_WITHIN}), '{DRAWN_MARK}') > 0"
+
+
 def _columns(alias: str, model, skip: tuple[str, ...] = (), undrawn_data: bool = False) -> list[str]:
     """`model`'s columns as `alias`.column, primary key first; ``undrawn_data``: the data column
     only while the row's SVG lacks a current drawing (NULL otherwise: left deferred)."""
@@ -35,9 +41,7 @@ def _columns(alias: str, model, skip: tuple[str, ...] = (), undrawn_data: bool =
         if f is pk or f.name in skip:
             continue
         if undrawn_data and f.name == "data":
-            find = "strpos" if connection.vendor == "postgresql" else "instr"
-            out.append(f"CASE WHEN {find}(substr({alias}.svg, 1, {DRAWN_WITHIN}), '{DRAWN_MARK}') > 0 "
-                       f"THEN NULL ELSE {alias}.data END AS data")
+            out.append(f"CASE WHEN {drawn_sql(alias + '.svg')} THEN NULL ELSE {alias}.data END AS data")
         else:
             out.append(f"{alias}.{qn(f.column)}")
     return out

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import threading
 import time
 from typing import Any
 
@@ -20,9 +21,9 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from almita_web.prepared import execute as prepared_execute
 from almita_web.rows import fetch
-from curation import hot_sql
-from curation.artifact_rows import DRAWN_MARK, DRAWN_WITHIN
+from curation.artifact_rows import DRAWN_MARK, DRAWN_WITHIN, drawn_sql
 from curation.guidelines import current_guide, human_codes, reason_codes, rule_codes
 from curation.lineage import artifact_for
 from curation.models import ReviewItem, ReviewStage
@@ -61,6 +62,12 @@ def cached_svg(row: Flowgraph | ConversationGraph) -> dict[str, Any]:
     # than agreeing with a concurrent viewer about who draws it. Only a drawing by the program
     # is worth waiting for.
     drawn = _drawn(row.svg)
+    if not drawn:
+        # The item's other annotator often opens it moments after the first, with the row read
+        # before the first stored its drawing: one this process stored is taken as it is.
+        stored = _stored_here.get(_stored_key(row))
+        if stored is not None:
+            row.svg, drawn = stored, True
     cheap = not drawn and _in_process(row.data)
     if not drawn and (cheap or not _drawn_by_another(row)):
         try:
@@ -68,15 +75,42 @@ def cached_svg(row: Flowgraph | ConversationGraph) -> dict[str, Any]:
             if error:
                 return {"svg": "", "error": error}
             row.svg = svg
-            # On SQLite the write queues with the other writers (almita_web/sqlite); elsewhere one
-            # statement is atomic by itself: no BEGIN and COMMIT round trips.
-            with transaction.atomic() if connection.vendor == "sqlite" else contextlib.nullcontext():
-                hot_sql.update(type(row), row.pk, svg=svg)
+            _store(row, svg)
         finally:
             if not cheap:
                 cache.delete(_drawing_key(row))
     prefix = f"{type(row)._meta.model_name[:2]}{row.pk}-"
     return {"svg": mark_safe(_scoped(row.svg, prefix)), "error": ""}
+
+
+_stored_here: dict[tuple, str] = {}  # (model, pk, created_at) -> drawing this process stored
+_STORED_HERE = 256
+_stored_lock = threading.Lock()
+_STORE_SQL: dict = {}
+
+
+def _stored_key(row) -> tuple:
+    return (row._meta.label_lower, row.pk, row.created_at)
+
+
+def _store(row, svg: str) -> None:
+    """Store the drawing on the row unless a concurrent viewer stored one already (then it is
+    left as it is: the same drawing, and no second write of the large column)."""
+    model = type(row)
+    sql = _STORE_SQL.get((model, connection.vendor))
+    if sql is None:
+        table = connection.ops.quote_name(model._meta.db_table)
+        sql = _STORE_SQL[(model, connection.vendor)] = (
+            f"UPDATE {table} SET svg = %s WHERE id = %s AND NOT ({drawn_sql('svg')})")
+    # On SQLite the write queues with the other writers (almita_web/sqlite); elsewhere one
+    # statement is atomic by itself: no BEGIN and COMMIT round trips.
+    with transaction.atomic() if connection.vendor == "sqlite" else contextlib.nullcontext():
+        with connection.cursor() as cursor:
+            prepared_execute(cursor, sql, [svg, row.pk])
+    with _stored_lock:
+        if len(_stored_here) >= _STORED_HERE:
+            del _stored_here[next(iter(_stored_here))]  # the oldest (dicts keep insertion order)
+        _stored_here[_stored_key(row)] = svg
 
 
 def _in_process(data: Any) -> bool:
