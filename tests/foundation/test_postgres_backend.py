@@ -16,7 +16,7 @@ def wrapper():
     """A second connection to the test database, driven as a server thread's connection is."""
     w = connections.create_connection("default")
     assert isinstance(w, pg_base.DatabaseWrapper) and w.settings_dict["CONN_HEALTH_CHECKS"]
-    w.settings_dict["CONN_MAX_AGE"] = 60
+    w.settings_dict = {**w.settings_dict, "CONN_MAX_AGE": 60}  # (a copy: the dict is the default connection's)
     checks = []
     real = w.is_usable
     w.is_usable = lambda: checks.append(1) or real()
@@ -41,13 +41,17 @@ def terminate(w) -> None:
     pid = w.connection.info.backend_pid
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 2
     while time.monotonic() < deadline:  # wait until the server has really dropped it
         with connection.cursor() as cursor:
+            # The statistics views are a snapshot taken once per transaction (and the test runs
+            # in one): drop it, or the backend looks alive until the transaction ends.
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
             cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
             if cursor.fetchone()[0] == 0:
                 return
         time.sleep(0.01)
+    raise AssertionError(f"backend {pid} still there")
 
 
 def test_a_connection_used_a_moment_ago_is_not_checked(wrapper):
