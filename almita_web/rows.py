@@ -37,36 +37,47 @@ def _plan(model: type[Model], names: tuple[str, ...]):
     return plan
 
 
-def fetch(model: type[M], sql: str, params: list[Any] | tuple = (), *, prepared: bool = False) -> list[M]:
-    """Run `sql` (selecting columns of `model`'s table) and return the rows as model instances.
-
-    ``prepared``: a statement whose best plan does not depend on its parameters, run as a
-    prepared statement on Postgres (almita_web/prepared.py)."""
+def _run(sql: str, params, prepared: bool) -> tuple[list, list[str]]:
+    """The rows of `sql` and its column names (no names without rows)."""
     with connection.cursor() as cursor:
         if prepared:
             prepared_sql.execute(cursor, sql, params)
         else:
             cursor.execute(sql, params)
         rows = cursor.fetchall()
-        if not rows:
-            return []
-        names = tuple(col[0] for col in cursor.description)
-    slots, converters, width, attnames = _plan(model, names)
-    out = []
-    alias = connection.alias
-    for row in rows:
-        if converters:
-            row = list(row)
-            for i, fns, col in converters:
-                value = row[i]
-                for fn in fns:
-                    value = fn(value, col, connection)
-                row[i] = value
-        values = [DEFERRED] * width
-        for slot, value in zip(slots, row):
-            values[slot] = value
-        out.append(model.from_db(alias, attnames, values))
-    return out
+        return rows, ([col[0] for col in cursor.description] if rows else [])
+
+
+def _instance(model: type[M], plan, row, names=(), deferred_if_null=frozenset()) -> M:
+    """One model instance from the values of its selected columns (`row`), as the ORM loads it."""
+    slots, converters, width, attnames = plan
+    if converters:
+        row = list(row)
+        for i, fns, col in converters:
+            value = row[i]
+            for fn in fns:
+                value = fn(value, col, connection)
+            row[i] = value
+    values = [DEFERRED] * width
+    for slot, value in zip(slots, row):
+        values[slot] = value
+    if deferred_if_null:
+        for slot, name, value in zip(slots, names, row):
+            if value is None and name in deferred_if_null:
+                values[slot] = DEFERRED
+    return model.from_db(connection.alias, attnames, values)
+
+
+def fetch(model: type[M], sql: str, params: list[Any] | tuple = (), *, prepared: bool = False) -> list[M]:
+    """Run `sql` (selecting columns of `model`'s table) and return the rows as model instances.
+
+    ``prepared``: a statement whose best plan does not depend on its parameters, run as a
+    prepared statement on Postgres (almita_web/prepared.py)."""
+    rows, names = _run(sql, params, prepared)
+    if not rows:
+        return []
+    plan = _plan(model, tuple(names))
+    return [_instance(model, plan, row) for row in rows]
 
 
 def fetch_one(model: type[M], sql: str, params: list[Any] | tuple = (), *, prepared: bool = False) -> M | None:
@@ -74,47 +85,38 @@ def fetch_one(model: type[M], sql: str, params: list[Any] | tuple = (), *, prepa
     return found[0] if found else None
 
 
+def select_columns(alias: str, model: type[Model], skip: tuple[str, ...] = (), replace: dict[str, str] | None = None) -> str:
+    """`model`'s columns as `alias`.column for ``fetch_joined``, primary key first; fields named
+    in `skip` are left out (deferred), those in `replace` selected as the given SQL (an expression
+    named as the column: ``… AS column``)."""
+    qn = connection.ops.quote_name
+    pk = model._meta.pk
+    cols = []
+    for f in [pk] + [f for f in model._meta.concrete_fields if f is not pk and f.name not in skip]:
+        expr = (replace or {}).get(f.name)
+        cols.append(expr or f"{alias}.{qn(f.column)}")
+    return ", ".join(cols)
+
+
 def fetch_joined(parts: list[type[Model]], sql: str, params: list[Any] | tuple = (), *, prepared: bool = False,
                  deferred_if_null: frozenset[str] = frozenset()) -> list[tuple]:
     """Rows of a join as tuples of model instances, one per model in `parts`.
 
     `sql` selects each part's columns in turn, each part's primary key first (``SELECT a.id, …,
-    b.id, …``): where the next part's primary key is, the previous part's columns end. A part
-    whose primary key is NULL (an outer join that found nothing) comes back as None. Columns
-    named in `deferred_if_null` that are NULL are left deferred (loaded on first access), so a
-    query can send a large column only when the caller will need it.
+    b.id, …``; ``select_columns`` writes them): where the next part's primary key is, the previous
+    part's columns end. A part whose primary key is NULL (an outer join that found nothing) comes
+    back as None. Columns named in `deferred_if_null` that are NULL are left deferred (loaded on
+    first access), so a query can send a large column only when the caller will need it.
     """
-    with connection.cursor() as cursor:
-        if prepared:
-            prepared_sql.execute(cursor, sql, params)
-        else:
-            cursor.execute(sql, params)
-        rows = cursor.fetchall()
-        if not rows:
-            return []
-        names = [col[0] for col in cursor.description]
+    rows, names = _run(sql, params, prepared)
+    if not rows:
+        return []
     bounds, start = [], 0
     for i, model in enumerate(parts):
         end = len(names) if i == len(parts) - 1 else names.index(parts[i + 1]._meta.pk.column, start + 1)
         bounds.append((model, start, end, _plan(model, tuple(names[start:end]))))
         start = end
-    alias = connection.alias
-    out = []
-    for row in rows:
-        built = []
-        for model, start, end, (slots, converters, width, attnames) in bounds:
-            part = list(row[start:end])
-            if part[0] is None:
-                built.append(None)
-                continue
-            for i, fns, col in converters:
-                value = part[i]
-                for fn in fns:
-                    value = fn(value, col, connection)
-                part[i] = value
-            values = [DEFERRED] * width
-            for slot, name, value in zip(slots, names[start:end], part):
-                values[slot] = DEFERRED if value is None and name in deferred_if_null else value
-            built.append(model.from_db(alias, attnames, values))
-        out.append(tuple(built))
-    return out
+    return [tuple(None if row[start] is None else
+                  _instance(model, plan, row[start:end], names[start:end], deferred_if_null)
+                  for model, start, end, plan in bounds)
+            for row in rows]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from django.db import connection, models
 
-from almita_web.rows import fetch_joined
+from almita_web.rows import fetch_joined, select_columns
 from curation.models import ReviewItem, ReviewStage
 from generation.models import Conversation, ConversationGraph, Flowgraph, Intent, Procedure, SampledPath
 
@@ -31,55 +31,41 @@ def drawn_sql(column: str) -> str:
     return f"{find}(substr({column}, 1, {DRAWN_WITHIN}), '{DRAWN_MARK}') > 0"
 
 
-def _columns(alias: str, model, skip: tuple[str, ...] = (), undrawn_data: bool = False) -> list[str]:
-    """`model`'s columns as `alias`.column, primary key first; ``undrawn_data``: the data column
-    only while the row's SVG lacks a current drawing (NULL otherwise: left deferred)."""
-    qn = connection.ops.quote_name
-    pk = model._meta.pk
-    out = [f"{alias}.{qn(pk.column)}"]
-    for f in model._meta.concrete_fields:
-        if f is pk or f.name in skip:
-            continue
-        if undrawn_data and f.name == "data":
-            out.append(f"CASE WHEN {drawn_sql(alias + '.svg')} THEN NULL ELSE {alias}.data END AS data")
-        else:
-            out.append(f"{alias}.{qn(f.column)}")
-    return out
-
-
 def _chain(stage: str) -> tuple[str, list]:
     """(SQL, models) of one stage's artifact and the rows its page shows, joined on their keys."""
     built = _SQL.get((stage, connection.vendor))
     if built is not None:
         return built
     t = lambda model: model._meta.db_table  # noqa: E731
-    procedure_intent = [("p", Procedure, ()), ("i", Intent, ())]
+    procedure_intent = [("p", Procedure, (), False), ("i", Intent, (), False)]
     joins_pi = f"LEFT JOIN {t(Intent)} i ON i.id = p.intent_id"
     if stage == ReviewStage.PROCEDURE:
         parts, joins = procedure_intent, f"FROM {t(Procedure)} p {joins_pi}"
     elif stage == ReviewStage.FLOWGRAPH:
-        parts = [("f", Flowgraph, ("data",))] + procedure_intent
+        parts = [("f", Flowgraph, (), True)] + procedure_intent
         joins = f"FROM {t(Flowgraph)} f LEFT JOIN {t(Procedure)} p ON p.id = f.procedure_id {joins_pi}"
     elif stage == ReviewStage.CONVERSATION_GRAPH:
-        parts = [("g", ConversationGraph, ("data",)), ("f", Flowgraph, ("data",))] + procedure_intent
+        parts = [("g", ConversationGraph, (), True), ("f", Flowgraph, (), True)] + procedure_intent
         joins = (f"FROM {t(ConversationGraph)} g LEFT JOIN {t(Flowgraph)} f ON f.id = g.flowgraph_id "
                  f"LEFT JOIN {t(Procedure)} p ON p.id = f.procedure_id {joins_pi}")
     else:
         # The conversation's page draws its graph with the path highlighted (from the data) and
         # shows neither drawing nor text of the graphs themselves.
-        parts = [("c", Conversation, ()), ("s", SampledPath, ()), ("g", ConversationGraph, ("svg", "text")),
-                 ("f", Flowgraph, ("data", "svg", "text"))] + procedure_intent
+        parts = [("c", Conversation, (), False), ("s", SampledPath, (), False),
+                 ("g", ConversationGraph, ("svg", "text"), False),
+                 ("f", Flowgraph, ("data", "svg", "text"), False)] + procedure_intent
         joins = (f"FROM {t(Conversation)} c LEFT JOIN {t(SampledPath)} s ON s.id = c.path_id "
                  f"LEFT JOIN {t(ConversationGraph)} g ON g.id = s.conversation_graph_id "
                  f"LEFT JOIN {t(Flowgraph)} f ON f.id = g.flowgraph_id "
                  f"LEFT JOIN {t(Procedure)} p ON p.id = c.procedure_id {joins_pi}")
     first = parts[0][0]
-    cols = []
-    for alias, model, skip in parts:
-        drawn_here = "data" in skip and "svg" not in skip
-        cols += _columns(alias, model, tuple(s for s in skip if not drawn_here or s != "data"), drawn_here)
+    # (alias, model, fields left out, drawn: a graph the page draws from the SVG on its row, so
+    # its data is sent only while the row has no current drawing)
+    cols = [select_columns(alias, model, skip, {"data": f"CASE WHEN {drawn_sql(alias + '.svg')} THEN NULL "
+                                                        f"ELSE {alias}.data END AS data"} if drawn else None)
+            for alias, model, skip, drawn in parts]
     sql = f"SELECT {', '.join(cols)} {joins} WHERE {first}.id = %s"
-    built = _SQL[(stage, connection.vendor)] = (sql, [model for _a, model, _s in parts])
+    built = _SQL[(stage, connection.vendor)] = (sql, [model for _a, model, _s, _d in parts])
     return built
 
 

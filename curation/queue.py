@@ -18,7 +18,7 @@ from datetime import datetime
 from django.db import connection
 
 from almita_web.prepared import execute
-from almita_web.rows import fetch_joined, fetch_one
+from almita_web.rows import fetch_joined, fetch_one, select_columns
 
 from curation.models import Claim, ItemState, Review, ReviewItem, Skip
 
@@ -143,16 +143,9 @@ def active_claims_of_others(*, item_id: int, annotator_id: int, now: datetime) -
         return cursor.fetchone()[0]
 
 
-def _columns(alias: str, model) -> str:
-    """`model`'s columns as `alias`.column, primary key first (almita_web.rows.fetch_joined)."""
-    qn = connection.ops.quote_name
-    pk = model._meta.pk
-    return ", ".join(f"{alias}.{qn(f.column)}" for f in [pk] + [f for f in model._meta.concrete_fields if f is not pk])
-
-
 def last_review(*, annotator_id: int) -> Review | None:
     """The annotator's most recent review with its item attached (the undo button on every page)."""
-    sql = (f"SELECT {_columns('r', Review)}, {_columns('i', ReviewItem)} FROM {_REVIEW} r "
+    sql = (f"SELECT {select_columns('r', Review)}, {select_columns('i', ReviewItem)} FROM {_REVIEW} r "
            f"JOIN {_ITEM} i ON i.id = r.item_id WHERE r.annotator_id = %s ORDER BY r.created_at DESC, r.id DESC LIMIT 1")
     found = fetch_joined([Review, ReviewItem], sql, [annotator_id], prepared=True)
     if not found:
@@ -165,7 +158,7 @@ def last_review(*, annotator_id: int) -> Review | None:
 def item_with_claim(*, item_id: int, annotator_id: int) -> tuple[ReviewItem | None, Claim | None]:
     """The item and the annotator's claim on it (active or lapsed; None without one), in one read.
     Not for deciding under the item's lock: there, read the claim after taking it (claim_of)."""
-    sql = (f"SELECT {_columns('i', ReviewItem)}, {_columns('c', Claim)} FROM {_ITEM} i "
+    sql = (f"SELECT {select_columns('i', ReviewItem)}, {select_columns('c', Claim)} FROM {_ITEM} i "
            f"LEFT JOIN {_CLAIM} c ON c.item_id = i.id AND c.annotator_id = %s WHERE i.id = %s")
     found = fetch_joined([ReviewItem, Claim], sql, [annotator_id, item_id], prepared=True)
     return found[0] if found else (None, None)
