@@ -153,3 +153,23 @@ def queue_share_is_zero_when_no_gold() -> bool:
     from curation import queue
     GoldItem.objects.all().delete()
     return queue.gold_share(stage=ReviewStage.FLOWGRAPH) == 0.0
+
+
+def test_gold_share_counts_the_stages_open_gold_items_only():
+    """The share claim-next draws gold at: open, not excluded gold items of the stage over its open items."""
+    from curation import queue
+    for i in range(6):
+        build_lineage(conversations=1, seed=i)
+    services.items_sync()
+    flows = list(ReviewItem.objects.filter(stage=ReviewStage.FLOWGRAPH).order_by("pk"))
+    assert queue.gold_share(stage=ReviewStage.FLOWGRAPH) == 0.0
+    for item in flows[:4]:
+        GoldItem.objects.create(item=item, expected="accept")
+    GoldItem.objects.create(item=ReviewItem.objects.filter(stage=ReviewStage.CONVERSATION_GRAPH).first(),
+                            expected="accept")  # another stage: not counted
+    assert queue.gold_share(stage=ReviewStage.FLOWGRAPH) == 4 / 6
+    ReviewItem.objects.filter(pk=flows[0].pk).update(state=ItemState.DECIDED, decision=Verdict.ACCEPT,
+                                                     decided_at=timezone.now())  # decided: neither counted
+    ReviewItem.objects.filter(pk=flows[1].pk).update(excluded=True)  # excluded: neither counted
+    ReviewItem.objects.filter(pk=flows[5].pk).update(excluded=True)  # a plain excluded item: not in the base
+    assert queue.gold_share(stage=ReviewStage.FLOWGRAPH) == 2 / 3
