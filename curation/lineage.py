@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, models, transaction
 
+from almita_web.prepared import execute as prepared_execute
 from curation.artifact_rows import artifact_for  # noqa: F401  (re-exported)
 from curation.models import AuditEvent, Claim, ItemState, ReviewItem, ReviewStage, Verdict
 from generation.models import (
@@ -108,7 +109,7 @@ def blocked_above(stage: str, object_id: int) -> bool:
     for s, _col in ups:
         params += [s, ItemState.DECIDED, Verdict.REJECT]
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {probes} FROM {source} WHERE a.id = %s", params + [object_id])
+        prepared_execute(cursor, f"SELECT {probes} FROM {source} WHERE a.id = %s", params + [object_id])
         row = cursor.fetchone()
     return bool(row and row[0])
 
@@ -139,11 +140,25 @@ def _in(ids) -> str:
     return "(" + ", ".join(["%s"] * len(ids)) + ")"
 
 
+# A verdict that concludes an item runs this module's statements for one artifact. Postgres
+# planned each one afresh (0.2-0.6 ms apiece under bench/review_http.py, five per conclusion), so
+# with a few ids they go through a prepared statement (one per distinct text and session); a long
+# list (a cascade through many children) is sent as text.
+_PREPARED_UP_TO = 4
+
+
+def _run(cursor, sql: str, params: list, ids) -> None:
+    if len(ids) <= _PREPARED_UP_TO:
+        prepared_execute(cursor, sql, params)
+    else:
+        cursor.execute(sql, params)
+
+
 def _set_status(model, column: str, ids: list[int], status: str, summary: Counter) -> None:
     """status = `status` on the rows whose `column` is in `ids` (plain SQL: on every conclusion)."""
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {model._meta.db_table} SET status = %s WHERE {column} IN {_in(ids)} AND status <> %s",
-                       [status, *ids, status])
+        _run(cursor, f"UPDATE {model._meta.db_table} SET status = %s WHERE {column} IN {_in(ids)} AND status <> %s",
+             [status, *ids, status], ids)
         changed = cursor.rowcount
     if changed:
         summary[f"{model._meta.model_name}:{status}"] += changed
@@ -156,11 +171,11 @@ def _recompute(stage: str, ids: list[int], blocked: bool, summary: Counter, acto
     # Whether each artifact stopped its descendants before this recomputation (rejected or
     # excluded): when that does not change, the descendants' statuses cannot change either.
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id FROM {model._meta.db_table} WHERE id IN {_in(ids)} AND status IN (%s, %s)",
-                       [*ids, *_STOPS])
+        _run(cursor, f"SELECT id FROM {model._meta.db_table} WHERE id IN {_in(ids)} AND status IN (%s, %s)",
+             [*ids, *_STOPS], ids)
         stopped_before = {row[0] for row in cursor.fetchall()}
-        cursor.execute(f"SELECT object_id, decision FROM {_ITEMS} WHERE stage = %s AND object_id IN {_in(ids)}"
-                       " AND state = %s", [stage, *ids, ItemState.DECIDED])
+        _run(cursor, f"SELECT object_id, decision FROM {_ITEMS} WHERE stage = %s AND object_id IN {_in(ids)}"
+             " AND state = %s", [stage, *ids, ItemState.DECIDED], ids)
         decisions = dict(cursor.fetchall())
     if blocked:
         groups = {CurationStatus.EXCLUDED: ids}
@@ -204,8 +219,8 @@ def _items_set_excluded(stage: str, ids: list[int], blocked: bool, summary: Coun
     puts the item back in the queue or on the adjudication list exactly where it was.
     """
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id, state, decision, review_count FROM {_ITEMS} WHERE stage = %s"
-                       f" AND object_id IN {_in(ids)} AND excluded <> %s", [stage, *ids, blocked])
+        _run(cursor, f"SELECT id, state, decision, review_count FROM {_ITEMS} WHERE stage = %s"
+             f" AND object_id IN {_in(ids)} AND excluded <> %s", [stage, *ids, blocked], ids)
         changing = cursor.fetchall()
     if not changing:
         return
