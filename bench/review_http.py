@@ -110,7 +110,9 @@ def report(r: dict) -> None:
 
 
 def summary(results: list[dict]) -> None:
-    print(f"\ntargets: claim+page p95 <= {TARGETS['claim+page']:.0f} ms, submit p95 <= {TARGETS['submit']:.0f} ms, "
+    # The interpreter matters: a build without profile-guided optimisation costs ~20 % (scripts/bootstrap.sh).
+    print(f"\nPython {sys.version.split()[0]} ({os.path.realpath(sys.executable)}, {sys.base_prefix})")
+    print(f"targets: claim+page p95 <= {TARGETS['claim+page']:.0f} ms, submit p95 <= {TARGETS['submit']:.0f} ms, "
           f">= {TARGETS['verdicts/s']:.0f} verdicts/s")
     for r in results:
         cp, sub = percentile(r["t"]["claim+page"], 95), percentile(r["t"]["submit"], 95)
