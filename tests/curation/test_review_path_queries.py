@@ -158,8 +158,32 @@ def test_claim_candidates_are_read_in_queue_index_order_on_sqlite(personas):
     assert "reviewitem_queue_order" in plan and "TEMP B-TREE FOR ORDER BY" not in plan, plan
 
 
+def _statement_sent(call) -> tuple[str, list]:
+    """(SQL, params) of the last statement `call()` sends, as written (not as a prepared EXECUTE)."""
+    from django.db import connection
+
+    seen = []
+
+    def record(run, sql, params, many, ctx):
+        seen.append((sql, params))
+        return run(sql, params, many, ctx)
+
+    with pytest.MonkeyPatch.context() as mp, connection.execute_wrapper(record):
+        mp.setenv("DB_PREPARED_STATEMENTS", "0")
+        call()
+    return seen[-1]
+
+
+def _pages_read(plan_json) -> int:
+    """Shared buffers a Postgres EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) plan touched."""
+    import json
+
+    root = (plan_json if isinstance(plan_json, list) else json.loads(plan_json))[0]["Plan"]
+    return root["Shared Hit Blocks"] + root.get("Shared Read Blocks", 0)
+
+
 @pytest.mark.parametrize("plan", ["force_generic_plan", "force_custom_plan"])
-def test_the_held_item_lookup_reads_the_annotators_own_claims_only(personas, plan, monkeypatch):
+def test_the_held_item_lookup_reads_the_annotators_own_claims_only(personas, plan):
     """Claims churn (every verdict deletes one) and dead index entries stay until vacuum: the
     lookup of an annotator's held item, on every claim-next and submit, must not read every
     annotator's entries with their rows. With the indexes of migration 0006 ((item, expires_at),
@@ -187,16 +211,11 @@ def test_the_held_item_lookup_reads_the_annotators_own_claims_only(personas, pla
             cursor.execute("DELETE FROM curation_claim")
         assert Claim.objects.count() == 0
         item = services.review_claim_next(annotator=personas["annotator"], stage=ReviewStage.FLOWGRAPH)
-        seen = []  # held_item's statement as it sends it (not through its own prepared statement)
-        monkeypatch.setenv("DB_PREPARED_STATEMENTS", "0")
-        def record(run, sql, params, many, ctx):
-            seen.append(sql)
-            return run(sql, params, many, ctx)
-
-        with connection.execute_wrapper(record):
-            assert queue.held_item(stage=ReviewStage.FLOWGRAPH, annotator_id=personas["annotator"].pk,
-                                   now=timezone.now()).pk == item.pk
-        parts = seen[-1].split("%s")
+        held = []
+        sql, _params = _statement_sent(lambda: held.append(queue.held_item(
+            stage=ReviewStage.FLOWGRAPH, annotator_id=personas["annotator"].pk, now=timezone.now())))
+        assert held[0].pk == item.pk
+        parts = sql.split("%s")
         assert len(parts) == 5, parts
         cursor.execute(f"SET LOCAL plan_cache_mode = {plan}")
         cursor.execute("PREPARE held_probe(int, timestamptz, text, text) AS "
@@ -209,8 +228,7 @@ def test_the_held_item_lookup_reads_the_annotators_own_claims_only(personas, pla
             assert cursor.fetchone()[0] == item.pk  # the statement finds the held item
         finally:
             cursor.execute("DEALLOCATE held_probe")
-    root = (plan_json if isinstance(plan_json, list) else json.loads(plan_json))[0]["Plan"]
-    assert root["Shared Hit Blocks"] + root.get("Shared Read Blocks", 0) < 60, json.dumps(root)[:2000]
+    assert _pages_read(plan_json) < 60, json.dumps(plan_json)[:2000]
 
 
 def test_the_last_review_is_read_from_the_end_of_an_index_not_sorted(personas):
@@ -233,17 +251,7 @@ def test_the_last_review_is_read_from_the_end_of_an_index_not_sorted(personas):
                                       created_at=start + timedelta(minutes=i)) for i, item in enumerate(items))
     latest = queue.last_review(annotator_id=me.pk)
     assert latest.item_id == items[-1].pk and latest.item.pk == items[-1].pk
-    seen = []
-
-    def record(run, sql, params, many, ctx):
-        seen.append((sql, params))
-        return run(sql, params, many, ctx)
-
-    with connection.execute_wrapper(record):
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("DB_PREPARED_STATEMENTS", "0")
-            queue.last_review(annotator_id=me.pk)
-    sql, params = seen[-1]
+    sql, params = _statement_sent(lambda: queue.last_review(annotator_id=me.pk))
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
             cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
@@ -252,7 +260,6 @@ def test_the_last_review_is_read_from_the_end_of_an_index_not_sorted(personas):
             return
         cursor.execute("ANALYZE curation_review, curation_reviewitem")
         cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params)
-        root = cursor.fetchone()[0]
-    root = (root if isinstance(root, list) else json.loads(root))[0]["Plan"]
+        plan_json = cursor.fetchone()[0]
     # All of the annotator's 3,000 reviews would be 30+ pages; the last entry is a handful.
-    assert root["Shared Hit Blocks"] + root.get("Shared Read Blocks", 0) < 15, json.dumps(root)[:2000]
+    assert _pages_read(plan_json) < 15, json.dumps(plan_json)[:2000]
