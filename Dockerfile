@@ -21,5 +21,5 @@ RUN SECRET_KEY=build-only python manage.py collectstatic --noinput
 RUN useradd --create-home almita && mkdir -p /app/var && chown -R almita /app/var
 USER almita
 EXPOSE 8000
-# gunicorn.conf.py: threaded workers with keep-alive, chosen with bench/review_http.py.
-CMD ["gunicorn", "almita_web.wsgi:application", "--config", "gunicorn.conf.py"]
+# almita_web/serve.py: granian, processes and threads chosen with bench/review_http.py.
+CMD ["python", "-m", "almita_web.serve"]

@@ -54,7 +54,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    # Serves /static/ from the app itself when DEBUG is off (gunicorn has no static file server);
+    # Serves /static/ from the app itself when DEBUG is off (the WSGI server serves no files);
     # compressed and cache-friendly, so no separate web server is needed in front of it.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -1,4 +1,4 @@
-"""The WSGI application gunicorn serves (gunicorn.conf.py), with requests that drop their own
+"""The WSGI application the web server serves (through almita_web/production.py), with requests that drop their own
 reference cycles once the response has gone out.
 
 Django's request object is in reference cycles for its whole life: ``request.user`` is a lazy

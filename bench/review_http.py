@@ -6,7 +6,7 @@
 For each database and SVG state it creates a throw-away database (tables from the models), fills
 it with ``bench/review.py``'s loader (full lineages procedure → flowgraph → conversation graph →
 conversations, their review items, annotator users with real password hashes), and starts
-gunicorn with the production settings (``gunicorn.conf.py``, as docker-compose does; DEBUG off).
+the production web server as docker-compose does (``python -m almita_web.serve``: granian; DEBUG off).
 ``--svg cached`` draws every flowgraph's SVG first; ``--svg cold`` leaves them undrawn, so the
 first view of each item runs Graphviz (each item is viewed twice: two reviews).
 
@@ -54,9 +54,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--lineages", type=int, default=500, help="flowgraphs to review (2 reviews each)")
     parser.add_argument("--per-client", type=int, default=100, help="timed verdicts per client")
-    parser.add_argument("--workers", type=int, help="override gunicorn.conf.py")
-    parser.add_argument("--threads", type=int, help="override gunicorn.conf.py")
-    parser.add_argument("--worker-class", help="override gunicorn.conf.py (e.g. sync)")
+    parser.add_argument("--workers", type=int, help="override almita_web/serve.py (WEB_WORKERS)")
+    parser.add_argument("--threads", type=int, help="override almita_web/serve.py (WEB_THREADS)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: one run, JSON out
     args = parser.parse_args()
     if args.one:
@@ -75,7 +74,7 @@ def main() -> None:
         for mode in modes:
             cmd = [sys.executable, __file__, "--one", url, "--svg", mode, "--clients", str(args.clients),
                    "--lineages", str(args.lineages), "--per-client", str(args.per_client)]
-            for flag in ("workers", "threads", "worker_class"):
+            for flag in ("workers", "threads"):
                 if getattr(args, flag):
                     cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
             out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
@@ -95,7 +94,7 @@ def _row(name: str, values: list[float]) -> str:
 
 def report(r: dict) -> None:
     print(f"\n{r['vendor']}, SVG {r['svg']}: {r['verdicts']} verdicts in {r['wall']:.1f}s = "
-          f"{r['verdicts'] / r['wall']:.1f} verdicts/s; gunicorn {r['server']}; {r['clients']} clients; "
+          f"{r['verdicts'] / r['wall']:.1f} verdicts/s; {r['server']}; {r['clients']} clients; "
           f"load average {r['load'][0]:.2f} {r['load'][1]:.2f} before, {r['load_after']:.2f} after; {r['cpus']} CPUs; "
           f"reference loop {r.get('reference_ms', float('nan')):.1f} ms (machine speed: lower is faster)")
     print(f"  {'ms':<22}{'n':>6}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}")

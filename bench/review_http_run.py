@@ -1,4 +1,4 @@
-"""One run of bench/review_http.py: a throw-away database, gunicorn on it, the clients, JSON out.
+"""One run of bench/review_http.py: a throw-away database, the production web server on it, the clients, JSON out.
 
 Runs in a process of its own (Django's settings are per process) with DATABASE_URL set to the
 database under test.
@@ -216,18 +216,19 @@ def run_one(args) -> dict:
         else:
             server_url = urlunparse(urlparse(url)._replace(path="/" + db_name))
         port = _free_port()
-        cmd = [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"), "--bind", f"127.0.0.1:{port}"]
-        for flag in ("workers", "threads", "worker_class"):
-            if getattr(args, flag):
-                cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
-        cmd.append("almita_web.wsgi:application")
+        cmd = [sys.executable, "-m", "almita_web.serve"]
         env = {k: v for k, v in os.environ.items() if k != "ALMITA_TESTING"}  # (bench/review.py sets it)
         env = {**env, "DATABASE_URL": server_url, "DEBUG": "false", "ALLOWED_HOSTS": "127.0.0.1",
-               "CACHE_DIR": cache_dir}
-        log = open(Path(cache_dir) / "gunicorn.log", "w+b")  # not a pipe: a full pipe would stall the server
-        server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+               "CACHE_DIR": cache_dir, "WEB_BIND": f"127.0.0.1:{port}"}
+        overrides = {"WEB_WORKERS": args.workers, "WEB_THREADS": args.threads}
+        env.update({k: str(v) for k, v in overrides.items() if v})
+        log = open(Path(cache_dir) / "server.log", "w+b")  # not a pipe: a full pipe would stall the server
+        server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         _wait_ready(port, server, log)
-        described = " ".join(["gunicorn.conf.py"] + cmd[7:-1])
+        from almita_web.serve import options
+
+        opts = options(env)
+        described = f"granian (almita_web/serve.py) {opts['workers']} x {opts['blocking_threads']}"
         seen: set = set()
         lock = threading.Lock()
         out: dict = {}
@@ -282,7 +283,7 @@ def _wait_ready(port: int, server: subprocess.Popen, log) -> None:
     while time.monotonic() < deadline:
         if server.poll() is not None:
             log.seek(0)
-            raise RuntimeError(f"gunicorn exited: {log.read().decode()[-2000:]}")
+            raise RuntimeError(f"the server exited: {log.read().decode()[-2000:]}")
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             conn.request("GET", "/healthz", headers={"Host": "127.0.0.1"})
@@ -290,4 +291,4 @@ def _wait_ready(port: int, server: subprocess.Popen, log) -> None:
                 return
         except OSError:
             time.sleep(0.2)
-    raise RuntimeError("gunicorn did not answer /healthz within 60 s")
+    raise RuntimeError("the server did not answer /healthz within 60 s")

@@ -1,9 +1,9 @@
-"""The production web server's configuration: one file (gunicorn.conf.py) that compose, the
-Dockerfile and bench/review_http.py all start gunicorn with."""
+"""The production web server: granian started by almita_web/serve.py, which compose, the
+Dockerfile and bench/review_http.py all run, serving almita_web/production.py's application."""
 import contextlib
 import http.client
+import json
 import os
-import runpy
 import socket
 import subprocess
 import sys
@@ -14,42 +14,49 @@ from pathlib import Path
 import pytest
 import yaml
 
+from almita_web.serve import options
+
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_gunicorn_config_is_threaded_with_keep_alive(monkeypatch):
-    for name in ("WEB_WORKERS", "WEB_THREADS", "WEB_BIND"):
-        monkeypatch.delenv(name, raising=False)
-    conf = runpy.run_path(str(REPO / "gunicorn.conf.py"))
-    assert conf["worker_class"] == "gthread" and conf["threads"] > 1 and conf["keepalive"] > 5
-    assert conf["workers"] >= 2 and conf["bind"] == "0.0.0.0:8000"
-    cores = __import__("os").cpu_count() or 1
+def test_server_options_follow_the_database_and_the_environment():
+    cores = os.cpu_count() or 1
     # Measured per database (bench/review_http.py): Postgres one process per core with four
     # threads; SQLite (one writer at a time) twice the processes with two threads each.
-    monkeypatch.setenv("DATABASE_URL", "postgres://u@h:5432/db")
-    conf = runpy.run_path(str(REPO / "gunicorn.conf.py"))
-    assert (conf["workers"], conf["threads"]) == (max(2, cores), 4)
+    pg = options({"DATABASE_URL": "postgres://u@h:5432/db"})
+    assert (pg["workers"], pg["blocking_threads"]) == (max(2, cores), 4)
+    assert (pg["address"], pg["port"], pg["log_access"]) == ("0.0.0.0", 8000, False)
     for url in ("sqlite:////tmp/x.sqlite3", ""):
-        monkeypatch.setenv("DATABASE_URL", url)
-        conf = runpy.run_path(str(REPO / "gunicorn.conf.py"))
-        assert (conf["workers"], conf["threads"]) == (max(4, 2 * cores), 2)
-    monkeypatch.setenv("WEB_WORKERS", "5")
-    monkeypatch.setenv("WEB_THREADS", "8")
-    conf = runpy.run_path(str(REPO / "gunicorn.conf.py"))
-    assert (conf["workers"], conf["threads"]) == (5, 8)
+        lite = options({"DATABASE_URL": url})
+        assert (lite["workers"], lite["blocking_threads"]) == (max(4, 2 * cores), 2)
+    custom = options({"WEB_WORKERS": "5", "WEB_THREADS": "8", "WEB_BIND": "127.0.0.1:9001", "WEB_ACCESS_LOG": "1"})
+    assert custom == {"address": "127.0.0.1", "port": 9001, "workers": 5, "blocking_threads": 8, "log_access": True}
+    assert options({"WEB_BIND": "[::1]:8080"})["address"] == "::1"
+    for bad in ("8000", "localhost:http", ":8000"):
+        with pytest.raises(SystemExit, match="WEB_BIND must be host:port"):
+            options({"WEB_BIND": bad})
 
 
-def test_compose_and_dockerfile_start_gunicorn_with_it():
+def test_compose_the_dockerfile_and_the_benchmark_start_the_same_server():
     web = yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]["web"]["command"]
-    assert "gunicorn almita_web.wsgi:application --config gunicorn.conf.py" in " ".join(web)
+    assert " ".join(web).endswith("&& python -m almita_web.serve")
     cmd = [line for line in (REPO / "Dockerfile").read_text().splitlines() if line.startswith("CMD")]
-    assert cmd == ['CMD ["gunicorn", "almita_web.wsgi:application", "--config", "gunicorn.conf.py"]']
-    assert "gunicorn.conf.py" in (REPO / "bench" / "review_http_run.py").read_text()
+    assert cmd == ['CMD ["python", "-m", "almita_web.serve"]']
+    assert '"-m", "almita_web.serve"' in (REPO / "bench" / "review_http_run.py").read_text()
+
+
+def test_the_server_refuses_to_start_without_a_secret_key(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
+    env.update(DEBUG="false", DATABASE_URL=f"sqlite:///{tmp_path}/x.sqlite3", WEB_BIND="127.0.0.1:1")
+    out = subprocess.run([sys.executable, "-m", "almita_web.serve"], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 1
+    assert "almita_web.serve: SECRET_KEY must be set when DEBUG is off" in out.stderr
 
 
 @contextlib.contextmanager
 def serving(tmp_path, **env_extra):
-    """gunicorn as deployed (gunicorn.conf.py, DEBUG off) on a free port; yields the port once it
+    """The server as deployed (DEBUG off, one process) on a free port; yields the port once it
     answers /healthz."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -57,9 +64,9 @@ def serving(tmp_path, **env_extra):
     env = {**os.environ, "DEBUG": "false", "SECRET_KEY": "static-test-key", "WEB_WORKERS": "1",
            "WEB_THREADS": "2", "WEB_BIND": f"127.0.0.1:{port}",
            "DATABASE_URL": f"sqlite:///{tmp_path}/static.sqlite3", **env_extra}
-    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
-    proc = subprocess.Popen([gunicorn, "almita_web.wsgi:application", "--config", "gunicorn.conf.py"],
-                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = open(tmp_path / "server.log", "w+b")
+    proc = subprocess.Popen([sys.executable, "-m", "almita_web.serve"], cwd=REPO, env=env, stdout=log,
+                            stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -68,17 +75,19 @@ def serving(tmp_path, **env_extra):
                     assert r.status == 200
                 break
             except OSError:
-                assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-                assert time.monotonic() < deadline, "gunicorn did not answer within 30 s"
+                log.seek(0)
+                assert proc.poll() is None, log.read().decode()[-2000:]
+                assert time.monotonic() < deadline, "the server did not answer within 30 s"
                 time.sleep(0.2)
         yield port
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        proc.wait(timeout=30)
+        log.close()
 
 
 def test_the_production_server_serves_static_files(tmp_path):
-    """gunicorn as deployed (DEBUG off) answers /static/ itself: the pages' CSS and JS load."""
+    """The server as deployed (DEBUG off) answers /static/ itself: the pages' CSS and JS load."""
     with serving(tmp_path) as port:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/css/app.css", timeout=5) as r:
             body, ctype = r.read(), r.headers["Content-Type"]
@@ -86,68 +95,59 @@ def test_the_production_server_serves_static_files(tmp_path):
     assert body == (REPO / "static" / "css" / "app.css").read_bytes()
 
 
-def _connection_headers(port: int, n: int) -> list[str]:
-    """The Connection header of each of `n` requests sent through one http.client connection
-    (which opens a new socket after a response that says close)."""
+def _closes(port: int, n: int) -> list[bool]:
+    """Whether each of `n` requests through one http.client connection was answered with
+    Connection: close (http.client opens a new socket for the next request after one)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     out = []
     for _ in range(n):
         conn.request("GET", "/healthz", headers={"Host": "127.0.0.1"})
         resp = conn.getresponse()
         assert resp.status == 200 and resp.read() == b"ok"
-        out.append(resp.getheader("Connection", "").lower())
+        out.append(resp.getheader("Connection", "").lower() == "close")
     conn.close()
     return out
 
 
-def test_a_kept_alive_connection_is_closed_after_its_keepalive_requests(tmp_path, monkeypatch):
-    """pre_request: the Nth request on a connection is answered with Connection: close (spreads
-    long-lived connections over the worker processes again); the client's next request opens a
-    new connection, whose count starts over. 0 turns the limit off; the default is 20."""
-    with serving(tmp_path, WEB_KEEPALIVE_REQUESTS="3") as port:
-        assert _connection_headers(port, 7) == ["keep-alive", "keep-alive", "close"] * 2 + ["keep-alive"]
+def test_kept_alive_connections_are_closed_at_the_configured_rate(tmp_path):
+    """production.py: 1 response in WEB_KEEPALIVE_REQUESTS says Connection: close on average (so
+    long-lived connections spread over the worker processes again); 0 never closes one, 1 closes
+    every one; the client's next request opens a new connection and is served."""
+    with serving(tmp_path, WEB_KEEPALIVE_REQUESTS="1") as port:
+        assert _closes(port, 5) == [True] * 5
     with serving(tmp_path, WEB_KEEPALIVE_REQUESTS="0") as port:
-        assert set(_connection_headers(port, 25)) == {"keep-alive"}
-    monkeypatch.delenv("WEB_KEEPALIVE_REQUESTS", raising=False)
-    assert runpy.run_path(str(REPO / "gunicorn.conf.py"))["keepalive_requests"] == 20
+        assert not any(_closes(port, 40))
+    with serving(tmp_path, WEB_KEEPALIVE_REQUESTS="4") as port:
+        closed = sum(_closes(port, 400))
+    assert 50 < closed < 160, closed  # 100 expected (binomial, standard deviation 8.7)
 
 
-def test_gunicorn_workers_hand_over_the_gil_every_millisecond_unless_told_otherwise(monkeypatch):
-    """gunicorn.conf.py's post_fork sets the thread switch interval (WEB_SWITCH_INTERVAL overrides)."""
-    import sys
-
-    conf = runpy.run_path(str(Path(__file__).resolve().parents[2] / "gunicorn.conf.py"))
-    before = sys.getswitchinterval()
-    try:
-        monkeypatch.delenv("WEB_SWITCH_INTERVAL", raising=False)
-        conf["post_fork"](None, None)
-        assert sys.getswitchinterval() == pytest.approx(0.001)
-        monkeypatch.setenv("WEB_SWITCH_INTERVAL", "0.004")
-        conf["post_fork"](None, None)
-        assert sys.getswitchinterval() == pytest.approx(0.004)
-    finally:
-        sys.setswitchinterval(before)
-
-
-def test_a_worker_imports_its_views_then_freezes_what_start_up_made(tmp_path):
-    """post_worker_init: the views are imported before the first request and the start-up's
-    objects are out of the collector's way (in a child process: freezing is process-wide)."""
-    import json
-    import os
-    import subprocess
-    import sys
-
+def test_a_worker_sets_itself_up_and_keeps_the_process_environment_from_django(tmp_path):
+    """Importing production.py (what each granian worker does): the thread switch interval, every
+    view module imported, start-up objects frozen out of the collector's way; a request's environ
+    reaches Django without the process's own variables (SECRET_KEY, DATABASE_URL), with its own."""
     code = (
-        "import gc, json, runpy, sys, django; django.setup();"
-        f"conf = runpy.run_path({str(REPO / 'gunicorn.conf.py')!r});"
+        "import gc, json, os, sys;"
         "before = ('curation.views' in sys.modules, gc.get_freeze_count());"
-        "conf['post_worker_init'](None);"
-        "print(json.dumps([before, 'curation.views' in sys.modules, gc.get_freeze_count(), len(gc.get_objects())]))"
+        "from almita_web import production;"
+        "seen = [];"
+        "production.django_application = lambda environ, start: (seen.append(environ), start('200 OK', []), [b''])[2];"
+        "headers = [];"
+        "production.application({**os.environ, 'PATH_INFO': '/x', 'REQUEST_METHOD': 'GET', 'HTTP_HOST': 'h',"
+        " 'wsgi.url_scheme': 'http'}, lambda status, h, exc_info=None: headers.extend(h));"
+        "print(json.dumps({'before': before, 'imported': 'curation.views' in sys.modules,"
+        " 'frozen': gc.get_freeze_count(), 'tracked': len(gc.get_objects()), 'switch': sys.getswitchinterval(),"
+        " 'keys': sorted(seen[0]), 'headers': headers}))"
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "almita_web.settings", "DEBUG": "false",
-           "SECRET_KEY": "freeze-test-key", "DATABASE_URL": f"sqlite:///{tmp_path}/f.sqlite3"}
+           "SECRET_KEY": "freeze-test-key", "DATABASE_URL": f"sqlite:///{tmp_path}/f.sqlite3",
+           "WEB_KEEPALIVE_REQUESTS": "1", "WEB_SWITCH_INTERVAL": "0.002"}
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    (imported_before, frozen_before), imported, frozen, tracked = json.loads(out.stdout.strip().splitlines()[-1])
-    assert not imported_before and frozen_before == 0
-    assert imported and frozen > 50_000 and tracked < frozen / 10
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["before"] == [False, 0]
+    assert got["imported"] and got["frozen"] > 50_000 and got["tracked"] < got["frozen"] / 10
+    assert got["switch"] == pytest.approx(0.002)
+    assert {"PATH_INFO", "REQUEST_METHOD", "HTTP_HOST", "wsgi.url_scheme"} <= set(got["keys"])
+    assert not {"SECRET_KEY", "DATABASE_URL", "DEBUG", "PATH", "HOME"} & set(got["keys"])
+    assert ["Connection", "close"] in got["headers"]
