@@ -76,7 +76,7 @@ def main() -> None:
                    "--lineages", str(args.lineages), "--per-client", str(args.per_client)]
             for flag in ("workers", "threads"):
                 if getattr(args, flag):
-                    cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+                    cmd += [f"--{flag}", str(getattr(args, flag))]
             out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
             if out.returncode != 0:
                 sys.exit(f"run failed ({url}, {mode}):\n{out.stderr[-3000:]}")

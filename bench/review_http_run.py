@@ -21,6 +21,8 @@ from pathlib import Path
 from urllib.parse import urlencode, urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from almita_web.serve import options as server_options  # noqa: E402  (no Django: safe before settings)
 PASSWORD = "bench-password-1"
 TOKEN = re.compile(rb'name="csrfmiddlewaretoken" value="([^"]+)"')
 TICK = 1000 / os.sysconf("SC_CLK_TCK")
@@ -225,9 +227,7 @@ def run_one(args) -> dict:
         log = open(Path(cache_dir) / "server.log", "w+b")  # not a pipe: a full pipe would stall the server
         server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         _wait_ready(port, server, log)
-        from almita_web.serve import options
-
-        opts = options(env)
+        opts = server_options(env)
         described = f"granian (almita_web/serve.py) {opts['workers']} x {opts['blocking_threads']}"
         seen: set = set()
         lock = threading.Lock()

@@ -151,3 +151,17 @@ def test_a_worker_sets_itself_up_and_keeps_the_process_environment_from_django(t
     assert {"PATH_INFO", "REQUEST_METHOD", "HTTP_HOST", "wsgi.url_scheme"} <= set(got["keys"])
     assert not {"SECRET_KEY", "DATABASE_URL", "DEBUG", "PATH", "HOME"} & set(got["keys"])
     assert ["Connection", "close"] in got["headers"]
+
+
+def test_a_worker_defaults_to_a_1_ms_switch_interval_and_1_close_in_20(tmp_path):
+    """production.py with WEB_SWITCH_INTERVAL and WEB_KEEPALIVE_REQUESTS unset (in a child process:
+    importing it changes the interpreter's switch interval and freezes the collector)."""
+    code = ("import json, sys; from almita_web import production;"
+            "print(json.dumps([sys.getswitchinterval(), production.KEEPALIVE_REQUESTS]))")
+    env = {k: v for k, v in os.environ.items() if k not in ("WEB_SWITCH_INTERVAL", "WEB_KEEPALIVE_REQUESTS")}
+    env.update(DJANGO_SETTINGS_MODULE="almita_web.settings", DEBUG="false", SECRET_KEY="defaults-test-key",
+               DATABASE_URL=f"sqlite:///{tmp_path}/d.sqlite3")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    switch, every = json.loads(out.stdout.strip().splitlines()[-1])
+    assert switch == pytest.approx(0.001) and every == 20
