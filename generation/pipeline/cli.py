@@ -5,7 +5,6 @@ Exit codes: 0 success / valid, 1 invalid input, 2 unreadable input.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import IO
@@ -14,6 +13,7 @@ from .apis import ApiFormatError, ApiSpec, parse_api_list, parse_api_text
 from .build import BuildError, build_offline
 from .formats import GraphFormatError, load_graph, write_graph_text
 from .mermaid import MermaidSyntaxError, mermaid_to_flowgraph
+from .mermaid_syntax import looks_like_mermaid
 from .toolspecs import dedupe_apis, is_flowbench_record, load_structured, select_record
 from .render import to_code, to_dot, to_mermaid, to_outline
 from .sampling import SAMPLERS, SamplingError
@@ -70,7 +70,7 @@ def load_flowgraph(path: str | Path, tools: list[ApiSpec] | None = None, record:
     """A flowgraph file, or a Mermaid chart / FlowBench record converted on the way in."""
     text = _read(path)
     fb = flowbench_chart(text, path, record)
-    if fb is None and not re.match(r"^\s*(%%.*\n\s*)*(flowchart|graph)\b", text):
+    if fb is None and not looks_like_mermaid(text, str(path)):
         return load_graph(text, "flowgraph")
     chart, apis, where = fb if fb else (text, tools or [], str(path))
     try:
@@ -111,7 +111,10 @@ def _refuse_chart(exc: MermaidSyntaxError, path: str | Path, out: IO[str]) -> in
     where = getattr(exc, "where", str(path))
     for p in exc.problems:
         out.write(f"error: {where}: {p}\n")
-    out.write("error: the chart was refused (use --lenient to convert what can be read)\n")
+    if exc.problems and exc.problems[-1].message.startswith("the chart is empty"):
+        out.write("error: the chart was refused: there is nothing to convert\n")
+    else:
+        out.write("error: the chart was refused (use --lenient to convert what can be read)\n")
     return EXIT_INVALID
 
 

@@ -1,39 +1,48 @@
 """Reading Mermaid flowchart text: nodes, edges, classes, and every problem with its line and column.
 
-Real charts (FlowBench's release among them) come with a line of prose before ``flowchart TD``,
-node text spread over several lines, ``A & B --> C`` groups, ``-->|label|`` and ``--label-->``
-edges, ``subgraph``/``style``/``class`` lines, ``%%`` comments, and an "auxiliary parameter
-information" paragraph after the chart. All of that is read; what Mermaid itself would refuse is a
-:class:`MermaidProblem` (1-based line and column): node text that is never closed, an arrow with no
-target, an unbalanced bracket, a file that ends in the middle of a statement, a line that is not a
-statement. The caller decides whether problems refuse the chart (strict, the default) or are
-reported (lenient).
+Every node shape of Mermaid's flowchart syntax is read: rectangle ``[..]``, round ``(..)``, stadium
+``([..])``, subroutine ``[[..]]``, cylinder ``[(..)]``, circle ``((..))``, double circle
+``(((..)))``, asymmetric ``>..]``, rhombus ``{..}``, hexagon ``{{..}}``, parallelogram ``[/../]``
+and ``[\\..\\]``, trapezoid ``[/..\\]`` and ``[\\../]``, and the newer ``id@{ shape: .., label: ".." }``.
+FlowBench's release writes the asymmetric shape ``id>[text]``; that spelling is read as the
+asymmetric shape with the text inside the brackets, and said so in :attr:`MermaidChart.remarks`.
+Label text (quotes, Markdown strings, ``<br>``, entity codes, text over several lines) is read by
+:mod:`.mermaid_text`.
+
+Real charts come with a line of prose before ``flowchart TD``, ``A & B --> C`` groups, every arrow
+spelling (``-->|label|``, ``-- label -->``, ``== label ==>``, ``-. label .->``, ``---``, ``~~~``,
+``<-->``, ``o--o``, edge ids ``e1@-->``), ``subgraph``/``style``/``class`` lines, ``%%`` comments and
+a paragraph after the chart ("auxiliary parameter information"). What Mermaid itself would refuse is
+a :class:`MermaidProblem` (1-based line and column): node text that is never closed, an arrow with
+no target, an unbalanced bracket, a file that ends in the middle of a statement, a line that is not
+a statement. The caller decides whether problems refuse the chart (strict) or are reported.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-# Openings, longest first, with their closing and the bracket counted for nesting.
-_SHAPES = [("(((", ")))"), ("((", "))"), ("([", "])"), ("[[", "]]"), ("[(", ")]"), ("{{", "}}"),
-           ("[/", "/]"), ("[\\", "\\]"), ("[/", "\\]"), ("[\\", "/]"), ("[", "]"), ("(", ")"),
-           ("{", "}"), (">", "]")]
+from .mermaid_shapes import DECISION_SHAPES, OPENINGS, SHAPE_ALIASES, SHAPE_NAMES, write_chart  # noqa: F401
+from .mermaid_text import read_label
+
 _PAIRS = {"[": "]", "(": ")", "{": "}"}
-_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]*")
+_ID = re.compile(r"[^\W][\w.]*")
 _CLASS_SUFFIX = re.compile(r":::[\w-]+")
 _H = r"[ \t]*"
+_EDGE_ID = r"(?:[A-Za-z_][\w-]*@)?"
+_START = r"(?:<|(?<=\s)[ox])?"
 _ARROWS = [
-    re.compile(_H + r"(?:<)?(?:-{2,}|={2,}|-\.+-)[>ox]?" + _H + r"\|(?P<label>[^|\n]*)\|" + _H),
-    re.compile(_H + r"--(?![->])" + _H + r"(?P<label>[^\n]*?)" + _H + r"-{2,}[>ox]" + _H),
-    re.compile(_H + r"==(?![=>])" + _H + r"(?P<label>[^\n]*?)" + _H + r"={2,}>" + _H),
-    re.compile(_H + r"-\.(?P<label>[^\n]*?)\.+->" + _H),
-    re.compile(_H + r"(?:<)?(?:-{2,}>|-{3,}|={2,}>|={3,}|-\.+->|--[ox](?![\w])|<-->)" + _H),
+    re.compile(_H + _EDGE_ID + _START + r"(?:-{2,}|={2,}|-\.+-)[>ox]?" + _H + r"\|(?P<label>[^|\n]*)\|" + _H),
+    re.compile(_H + _EDGE_ID + r"<?--(?![->])" + _H + r"(?P<label>[^\n]*?)" + _H + r"(?:-{2,}[>ox]|-{3,})" + _H),
+    re.compile(_H + _EDGE_ID + r"<?==(?![=>])" + _H + r"(?P<label>[^\n]*?)" + _H + r"(?:={2,}[>ox]|={3,})" + _H),
+    re.compile(_H + _EDGE_ID + r"<?-\.(?![-.])" + _H + r"(?P<label>[^\n]*?)" + _H + r"\.+-[>ox]?" + _H),
+    re.compile(_H + _EDGE_ID + _START + r"(?:-{2,}[>ox]|-{3,}|={2,}[>ox]|={3,}|-\.+-[>ox]?|~{3,})" + _H),
 ]
 _PARTIAL_ARROW = re.compile(_H + r"(?:<)?(?:--|==|-\.)")
-_ENTITIES = {"#quot;": '"', "#lt;": "<", "#gt;": ">", "#124;": "|", "#amp;": "&", "#35;": "#"}
-_DIRECTIVE = re.compile(r"^\s*(classDef|class|style|linkStyle|click|subgraph|end|direction|accTitle|accDescr)\b")
+_DIRECTIVE = re.compile(r"(classDef|class|style|linkStyle|click|subgraph|end|direction|accTitle|accDescr)\b")
 _HEADER = re.compile(r"^\s*(flowchart|graph)\b(\s+(TB|TD|BT|RL|LR))?\s*;?\s*$", re.IGNORECASE)
-_STATEMENT_START = re.compile(r"^\s*[A-Za-z0-9_][A-Za-z0-9_.]*(?:[\[({>]|\s*(?:-->|---|--\s|--[^-\s]|==|-\.|&\s*\w))", re.MULTILINE)
+_STATEMENT_START = re.compile(r"^\s*[^\W][\w.]*(?:[\[({>@]|\s*(?:-->|---|--\s|--[^-\s]|==|-\.|~~~|&\s*\w))",
+                              re.MULTILINE)
 _NOTES_START = re.compile(r"auxiliary\s+parameter|parameter\s+information|^\s*(?:notes?|parameter notes?)\s*:",
                           re.IGNORECASE)
 
@@ -51,28 +60,18 @@ class MermaidProblem:
 @dataclass
 class MermaidChart:
     labels: dict[str, str] = field(default_factory=dict)
-    shapes: dict[str, str] = field(default_factory=dict)
+    shapes: dict[str, str] = field(default_factory=dict)   # node id -> shape name ("rectangle", ...)
     edges: list[tuple[str, str, str]] = field(default_factory=list)
     classes: dict[str, str] = field(default_factory=dict)
     problems: list[MermaidProblem] = field(default_factory=list)
     notes: str = ""          # the paragraph after the chart (parameter information)
-    skipped: list[str] = field(default_factory=list)  # prose before the chart, as report lines
+    remarks: list[str] = field(default_factory=list)  # what was read as other than chart, as report lines
+    header_line: int = 0     # 1-based line of ``flowchart``/``graph`` (0: none)
 
 
-def unescape(text: str) -> str:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'`":
-        text = text[1:-1]
-    for k, v in _ENTITIES.items():
-        text = text.replace(k, v)
-    text = text.replace('\\"', '"')
-    text = re.sub(r"<br\s*/?>", " ", text, flags=re.IGNORECASE)
-    return " ".join(text.split())
-
-
-def _split_document(text: str, chart: MermaidChart) -> list[str]:
-    """Blank out what is not chart (prose before it, fences, comments, directives, the notes)
-    so that positions in what is left are positions in the file."""
+def _blank_outside(text: str, chart: MermaidChart) -> str:
+    """The document with what is not chart (front matter, prose before it) blanked out, so that
+    positions in what is left are positions in the file."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     first_text = next((i for i, ln in enumerate(lines) if ln.strip() and not ln.strip().startswith("```")), None)
     if first_text is not None and lines[first_text].strip() == "---":  # YAML front matter (title, config)
@@ -82,30 +81,11 @@ def _split_document(text: str, chart: MermaidChart) -> list[str]:
     header = next((i for i, ln in enumerate(lines) if _HEADER.match(ln)), None)
     first = header + 1 if header is not None else next(
         (i for i, ln in enumerate(lines) if _STATEMENT_START.match(ln)), len(lines))
-    body = [""] * len(lines)
+    chart.header_line = header + 1 if header is not None else 0
     for i in range(first):
         if lines[i].strip() and not lines[i].strip().startswith(("```", "%%")) and i != header:
-            chart.skipped.append(f"line {i + 1}: text before the chart is not part of it: {lines[i].strip()[:80]!r}")
-    notes_at = next((i for i in range(first, len(lines)) if _NOTES_START.search(lines[i])
-                     and not _STATEMENT_START.match(lines[i])), None)
-    last = notes_at if notes_at is not None else len(lines)
-    if notes_at is not None:
-        chart.notes = "\n".join(ln for ln in lines[notes_at:] if not ln.strip().startswith("```")).strip()
-    for i in range(first, last):
-        ln = lines[i]
-        stripped = ln.strip()
-        if stripped.startswith("```") or stripped.startswith("%%"):
-            continue
-        m = re.match(r"^class\s+([\w,\s]+?)\s+([\w-]+)\s*;?$", stripped)
-        if m:
-            for node_id in m.group(1).split(","):
-                chart.classes[node_id.strip()] = m.group(2)
-            continue
-        if _DIRECTIVE.match(stripped) and not re.match(r"^\s*end\s*[\[({>]", ln):
-            continue
-        cut = ln.find("%%")
-        body[i] = ln if cut < 0 else ln[:cut]
-    return body
+            chart.remarks.append(f"line {i + 1}: text before the chart is not part of it: {lines[i].strip()[:80]!r}")
+    return "\n".join([""] * first + lines[first:])
 
 
 class _Scanner:
@@ -129,16 +109,25 @@ class _Scanner:
         end = self.text.find("\n", pos)
         return len(self.text) if end < 0 else end
 
-    def _closing(self, start: int, opening: str, closing: str) -> int:
-        """Index of the closing text of a node, honouring quotes and nested brackets; -1 if none."""
-        if self.text.startswith('"', start):
-            quote = self.text.find('"', start + 1)
+    # -------------------------------------------------------------------------- node text
+
+    def _close(self, start: int, opening: str, closing: str) -> int:
+        """Index of ``closing`` for text starting at ``start``: after a quoted string when the text
+        is quoted, else the first one outside nested brackets of the opening's kind; -1 if none."""
+        j = start
+        while j < len(self.text) and self.text[j] in " \t":
+            j += 1
+        if self.text.startswith('"', j):
+            quote = self.text.find('"', j + 1)
             while quote > 0 and self.text[quote - 1] == "\\":  # \" inside quoted text
                 quote = self.text.find('"', quote + 1)
-            if quote < 0:
-                return -1
-            start = quote + 1
-        bracket = opening[-1] if opening[-1] in _PAIRS else ("[" if opening == ">" else "")
+            if quote > 0:
+                k = quote + 1
+                while k < len(self.text) and self.text[k] in " \t":
+                    k += 1
+                if self.text.startswith(closing, k):
+                    return k
+        bracket = "[" if opening[0] == ">" else (opening[-1] if opening[-1] in _PAIRS else "")
         depth, j = 0, start
         while j < len(self.text):
             if depth == 0 and self.text.startswith(closing, j):
@@ -151,40 +140,82 @@ class _Scanner:
             j += 1
         return -1
 
+    def _spills(self, start: int, end: int) -> bool:
+        """Whether the text between ``start`` and ``end`` runs over a line that is an edge statement
+        of its own (the node's closing is missing and a later node's closing was found instead)."""
+        nl = self.text.find("\n", start, end)
+        while nl >= 0:
+            line = self.text[nl + 1:self.line_end(nl + 1)]
+            if _STATEMENT_START.match(line) and _is_edge_statement(line):
+                return True
+            nl = self.text.find("\n", nl + 1, end)
+        return False
+
+    def _shape(self, node_id: str, open_pos: int) -> None:
+        tried: tuple[str, str] | None = None
+        for opening, closings in OPENINGS:
+            if not self.text.startswith(opening, self.i):
+                continue
+            start = self.i + len(opening)
+            found = [(end, c) for c in closings if (end := self._close(start, opening, c)) >= 0]
+            found = [(end, c) for end, c in found if not self._spills(start, end)]
+            tried = (opening, closings[0])
+            if not found:
+                continue  # a shorter opening may fit: "[(optional) text]" is a rectangle
+            end, closing = min(found)
+            self.chart.labels[node_id] = read_label(self.text[start:end])
+            self.chart.shapes[node_id] = SHAPE_NAMES[(opening, closing)]
+            if opening == ">[":
+                self.chart.remarks.append(f"line {self.at(open_pos)[0]}: node {node_id} is written "
+                                          f"'{node_id}>[...]'; read as the asymmetric shape '>...]'")
+            self.i = end + len(closing)
+            return
+        if tried is not None:
+            opening, closing = tried
+            self.problem(open_pos, f"unterminated text of node {node_id}: '{opening}' is never closed with '{closing}'")
+            stop = self.line_end(self.i + len(opening))
+            self.chart.labels[node_id] = read_label(self.text[self.i + len(opening):stop].rstrip(closing[-1]))
+            self.chart.shapes[node_id] = SHAPE_NAMES[(opening, closing)]
+            self.i = stop
+
+    def _shape_data(self, node_id: str, open_pos: int) -> None:
+        """``id@{ shape: name, label: "text" }`` (Mermaid 11)."""
+        j, quoted = self.i + 2, False
+        while j < len(self.text) and (quoted or self.text[j] != "}"):
+            if self.text[j] == '"' and self.text[j - 1] != "\\":
+                quoted = not quoted
+            j += 1
+        if j >= len(self.text):
+            self.problem(open_pos, f"unterminated shape data of node {node_id}: '@{{' is never closed with '}}'")
+            self.i = self.line_end(self.i)
+            return
+        body = self.text[self.i + 2:j]
+        pairs = dict((m.group(1).lower(), m.group(2)) for m in
+                     re.finditer(r'(\w+)\s*:\s*("(?:[^"\\]|\\.)*"|[^,\n]*)', body))
+        if "label" in pairs:
+            self.chart.labels[node_id] = read_label(pairs["label"])
+        elif node_id not in self.chart.labels:
+            self.chart.labels[node_id] = node_id
+        shape = pairs.get("shape", "rect").strip().strip('"').lower()
+        self.chart.shapes[node_id] = SHAPE_ALIASES.get(shape, shape)
+        self.i = j + 1
+
     def node(self) -> str | None:
         m = _ID.match(self.text, self.i)
         if not m:
             return None
         node_id, open_pos = m.group(0), m.end()
         self.i = open_pos
-        for opening, closing in _SHAPES:
-            if not self.text.startswith(opening, self.i):
-                continue
-            start = self.i + len(opening)
-            end = self._closing(start, opening, closing)
-            spill = None
-            if end >= 0:
-                nl = self.text.find("\n", start, end)
-                while nl >= 0 and spill is None:
-                    if _STATEMENT_START.match(self.text, nl + 1):
-                        spill = nl
-                    nl = self.text.find("\n", nl + 1, end)
-            if end < 0 or spill is not None:
-                self.problem(open_pos, f"unterminated text of node {node_id}: '{opening}' is never closed "
-                                       f"with '{closing}'")
-                stop = self.line_end(start)
-                self.chart.labels[node_id] = unescape(self.text[start:stop].rstrip(closing[-1]))
-                self.chart.shapes[node_id] = opening
-                self.i = stop
-                return node_id
-            self.chart.labels[node_id] = unescape(self.text[start:end])
-            self.chart.shapes[node_id] = opening
-            self.i = end + len(closing)
-            break
+        if self.text.startswith("@{", self.i):
+            self._shape_data(node_id, open_pos)
+        else:
+            self._shape(node_id, open_pos)
         suffix = _CLASS_SUFFIX.match(self.text, self.i)
         if suffix:
             self.i = suffix.end()
         return node_id
+
+    # -------------------------------------------------------------------------- statements
 
     def group(self) -> list[str]:
         first = self.node()
@@ -209,7 +240,7 @@ class _Scanner:
             m = pattern.match(self.text, self.i)
             if m:
                 self.i = m.end()
-                return unescape(m.groupdict().get("label") or "")
+                return read_label(m.groupdict().get("label") or "")
         return None
 
     def rest_of_statement(self) -> bool:
@@ -263,18 +294,60 @@ class _Scanner:
             self.last_good_line = self.at(self.i)[0]
             sources = targets
 
+    def directive(self) -> bool:
+        """Layout lines, comments and fences at the start of a statement: read and skipped."""
+        line = self.text[self.i:self.line_end(self.i)].strip()
+        if line.startswith(("%%", "```")):
+            self.i = self.line_end(self.i)
+            return True
+        m = _DIRECTIVE.match(line)
+        if not m or (m.group(1) == "end" and line not in ("end", "end;")):
+            return False
+        classes = re.match(r"^class\s+([\w,\s]+?)\s+([\w-]+)\s*;?$", line)
+        if classes:
+            for node_id in classes.group(1).split(","):
+                self.chart.classes[node_id.strip()] = classes.group(2)
+        elif m.group(1) == "accDescr" and line.rstrip().endswith("{"):
+            close = self.text.find("}", self.i)
+            self.i = close + 1 if close >= 0 else len(self.text)
+            return True
+        self.i = self.line_end(self.i)
+        return True
+
+
+def looks_like_mermaid(text: str, name: str = "") -> bool:
+    """Whether a file is a Mermaid chart: a ``.mmd``/``.mermaid`` name, a ``flowchart``/``graph``
+    line anywhere (FlowBench puts a line of prose first) or a fenced ``mermaid`` block."""
+    if name.lower().endswith((".mmd", ".mermaid")):
+        return True
+    return any(_HEADER.match(ln) or ln.strip().lower() == "```mermaid" for ln in text.splitlines())
+
+
+def _is_edge_statement(line: str) -> bool:
+    trial = MermaidChart()
+    scanner = _Scanner(line, trial)
+    scanner.skip(False)
+    scanner.statement()
+    return bool(trial.edges) and not trial.problems
+
 
 def read_mermaid(text: str) -> MermaidChart:
     """Read a Mermaid flowchart; nothing is raised, problems are collected on the result."""
     chart = MermaidChart()
-    body = _split_document(text, chart)
-    scanner = _Scanner("\n".join(body), chart)
+    scanner = _Scanner(_blank_outside(text, chart), chart)
     while True:
         scanner.skip(True)
         if scanner.i >= len(scanner.text):
             break
+        if scanner.directive():
+            continue
+        line = scanner.text[scanner.i:scanner.line_end(scanner.i)]
+        if _NOTES_START.search(line) and not _STATEMENT_START.match(line):
+            notes = scanner.text[scanner.i:].split("\n")
+            chart.notes = "\n".join(ln for ln in notes if not ln.strip().startswith("```")).strip()
+            break
         scanner.statement()
-    _trailing_prose(chart, body, scanner.last_good_line)
+    _trailing_prose(chart, scanner.text.split("\n"), scanner.last_good_line)
     return chart
 
 
@@ -288,5 +361,5 @@ def _trailing_prose(chart: MermaidChart, body: list[str], last_good_line: int) -
     if not all(len(re.findall(r"[A-Za-z]{2,}", ln)) >= 3 for ln in lines):
         return  # not sentences: a broken chart
     chart.problems = [p for p in chart.problems if p.line <= last_good_line]
-    chart.skipped.append(f"lines {tail[0].line}-{tail[-1].line}: text after the chart read as notes")
+    chart.remarks.append(f"lines {tail[0].line}-{tail[-1].line}: text after the chart read as notes")
     chart.notes = "\n".join([*lines, chart.notes]).strip()
