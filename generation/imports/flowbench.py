@@ -126,6 +126,7 @@ def plan_flowbench(data: Any, *, lenient: bool = False) -> tuple[list[PlannedRow
             specs = parse_api_list({"apis": raw_tools} if isinstance(raw_tools, list) else raw_tools)
         except ApiFormatError as exc:
             raise ImportFormatError(where, tools_key, str(exc)) from None
+        notes += [f"not kept: {name}: {line}" for line in getattr(specs, "report", [])]
         try:
             g, report = mermaid_to_flowgraph(chart, specs, strict=not lenient)
         except MermaidSyntaxError as exc:
