@@ -11,7 +11,6 @@ from generation.models import (
     Api, Conversation, ConversationGraph, Flowgraph, Intent, Origin, Procedure, SampledPath, Test,
 )
 from generation.pipeline.dialogue_actions import answer_action, label_turns
-from generation.pipeline.apis import ApiSpec
 
 from .common import ImportFormatError, ImportResult, PlannedRow
 
@@ -80,13 +79,11 @@ def _constraint(exc: IntegrityError) -> str:
 
 def _write_apis(procedure: Procedure, row: PlannedRow) -> int:
     objs = []
-    for d in row.apis:
-        spec = ApiSpec.from_dict(d)
+    for d in row.apis:  # already in the paper's shape: common._apis wrote them with api_to_dict
         objs.append(Api(
-            procedure=procedure, origin=Origin.IMPORTED, key=f"{row.key}:api:{spec.name}"[:200],
-            name=spec.name, description=spec.description,
-            parameters=[p.to_dict() for p in spec.params], outputs=[p.to_dict() for p in spec.outputs],
-            output_name=spec.output_name, output_type=spec.output_type,
+            procedure=procedure, origin=Origin.IMPORTED, key=f"{row.key}:api:{d['name']}"[:200],
+            name=d["name"], description=d["desc"], parameters=d["params"], outputs=d.get("outputs") or [],
+            output_name=d["output"]["name"], output_type=d["output"]["type"],
         ))
     # Keys must fit the column: hash them when the procedure key plus the name is too long.
     for o in objs:

@@ -32,6 +32,9 @@ _SCALAR = {"string": "str", "integer": "int", "number": "float", "boolean": "boo
 _STRUCTURE = ("properties", "items", "allOf", "anyOf", "oneOf", "additionalProperties", "patternProperties",
               "required", "$ref", "prefixItems", "not")
 _INHERITED = ("type", "format", "nullable", "items")
+_COMPOSITE = frozenset(("anyOf", "oneOf", "allOf", "$ref", "properties", "items", "additionalProperties",
+                        "patternProperties"))
+_NAMED = {**_SCALAR, "array": "list", "object": "dict"}
 
 
 def pointer_escape(key: str) -> str:
@@ -173,7 +176,11 @@ class Fields:
         if key:
             return self._union(s, key, pointer, where, trail, depth)
         t = s.get("type")
-        if isinstance(t, list):  # 3.1: ["string", "null"]
+        if isinstance(t, list) and len([x for x in t if x != "null"]) == 1:  # 3.1: ["string", "null"]
+            inner, fields, variants = self.shape({**s, "type": next(x for x in t if x != "null")}, pointer, where,
+                                                 trail, depth)
+            return union_type([inner] + (["None"] if "null" in t else [])), fields, variants
+        if isinstance(t, list):
             shapes = [self.shape({**s, "type": x}, pointer, where, trail, depth) for x in t]
             fields = _merge([f for _, f, _ in shapes], required_in_all=True)
             return union_type([x for x, _, _ in shapes]), fields, []
@@ -313,6 +320,14 @@ def type_of(schema: Any) -> str:
     """The type string of a schema without references (see :class:`Fields`)."""
     if not isinstance(schema, dict) or not schema:
         return "Any"
+    if _COMPOSITE.isdisjoint(schema):  # the common case, without building a reader
+        t = schema.get("type")
+        if t.__class__ is str and "nullable" not in schema:
+            return _NAMED.get(t, "Any")
+        if t is None:
+            t = _enum_type(schema.get("enum") if "enum" in schema else [schema["const"]] if "const" in schema else None)
+        names = [_NAMED.get(x, "Any") for x in (t if isinstance(t, list) else [t])]
+        return union_type(names + (["None"] if schema.get("nullable") is True else []))
     reader = Fields()
     try:
         return reader.shape(reader.flatten(schema, "", (), ""), "", "", (), 0)[0]

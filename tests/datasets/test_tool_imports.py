@@ -100,3 +100,24 @@ def test_upload_page_and_rest_import_show_the_whole_report(client, admin_user):
     up = SimpleUploadedFile("bakery.yaml", (TOOLS / "bakery-3.0.yaml").read_bytes())
     body = c.post("/api/imports/", {"file": up}).json()
     assert "not kept: createOrder: id: left out: readOnly (the server sets it)" in body["notes"]
+
+
+@pytest.mark.django_db
+def test_a_job_import_keeps_outputs_and_shows_what_was_not_kept(settings):
+    from generation import services
+
+    settings.OPENAI_BASE_URL = ""
+    tools = [{"name": "find_room", "inputSchema": {"type": "object", "properties": {
+        "city": {"type": "string"}, "id": {"type": "string", "readOnly": True}}},
+        "outputSchema": {"type": "object", "properties": {"rooms": {"type": "array", "items": {
+            "type": "object", "properties": {"number": {"type": "integer"}}}}}}}]
+    flow = ("[N0](start_message){Hello}\n[N1](api){find_room}\n[N2](end_message){Bye}\n"
+            "[E0](N0, N1){A city}\n[E1](N1, N2){Found}\n")
+    job = services.job_create(config={"paths": 1}, enqueue=False,
+                              import_data={"procedures": [{"text": "Find rooms", "apis": {"tools": tools},
+                                                           "flowgraph": flow}]})
+    job.refresh_from_db()
+    assert job.config["import_not_kept"] == [
+        "procedures[0].apis: find_room: inputSchema.id: left out: readOnly (the server sets it)"]
+    api = Api.objects.get(job=job, name="find_room")
+    assert api.outputs[0]["name"] == "rooms" and api.outputs[0]["properties"][0]["name"] == "number"
