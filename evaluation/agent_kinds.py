@@ -3,8 +3,9 @@
 * An **HTTP agent** is called with the almita-agent/1 protocol (evaluation/protocol.py,
   docs/agent-protocol.md) through :class:`evaluation.http_agent.HttpAgent`: timeout, retries on
   429/5xx, a concurrency cap (per process by a semaphore, per run by capping the run's lanes), and
-  an auth header whose secret is read from the environment variable the agent names. Every
-  failure is an unparseable answer with its reason: the test is counted wrong, the run goes on.
+  an auth header whose secret is read from the environment variable the agent names. An outage
+  (no answer after the retries) leaves the test unanswered with its reason (resume retries it);
+  an answer that cannot be read is unreadable, with its reason.
 * An **own-prompt agent** is an OpenAI-compatible model that receives only its own stored system
   prompt, the conversation so far (OpenAI messages with tool calls and tool results) and the tools:
   no A.8 prompt, so a deployed assistant is tested as it is.
@@ -13,7 +14,6 @@
 """
 from __future__ import annotations
 
-import json
 import os
 import threading
 from typing import Any
@@ -21,11 +21,10 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from evaluation.agents import invalid, parse_function_answer, tools_from_apis
-from evaluation.http_agent import HttpAgent, auth_headers
-from evaluation.metrics import API_CALL
+from evaluation.agents import tools_from_apis
+from evaluation.http_agent import DEFAULT_RETRIES, DEFAULT_TIMEOUT, HttpAgent, auth_headers
 from evaluation.models import Agent, AgentKnowledge, AgentMode
-from evaluation.protocol import openai_messages, tool_names
+from evaluation.protocol import openai_messages
 
 OWN_PROMPT_TEMPLATE = "own_prompt"
 KINDS = (AgentMode.HTTP, AgentMode.OWN_PROMPT)
@@ -46,7 +45,8 @@ def _check_key_variable(name: str) -> str:
 
 @transaction.atomic
 def agent_create_http(*, name: str, url: str, api_key_env: str = "", auth_header: str = "Authorization",
-                      knowledge: str = AgentKnowledge.PROCEDURE, timeout: float = 30.0, retries: int = 2,
+                      knowledge: str = AgentKnowledge.PROCEDURE, timeout: float = DEFAULT_TIMEOUT,
+                      retries: int = DEFAULT_RETRIES,
                       max_concurrency: int = 8, description: str = "") -> Agent:
     from evaluation.services import EvaluationError
 
@@ -109,6 +109,7 @@ def http_client(agent: Agent, release: str | None) -> HttpAgent:
 def answer(agent: Agent, data: dict[str, Any], *, key: str = "", release_id: int | None = None):
     """The next action of an HTTP or own-prompt agent on one test, as services.Answer."""
     from evaluation.services import LLM_STAGE, Answer, agent_api_key
+    from evaluation.services.agents import read_chat_result
 
     if agent.mode == AgentMode.HTTP:
         reply = http_client(agent, release_label(release_id)).ask(data)
@@ -121,12 +122,5 @@ def answer(agent: Agent, data: dict[str, Any], *, key: str = "", release_id: int
                   temperature=agent.temperature, tools=tools or None, key=key, template=OWN_PROMPT_TEMPLATE,
                   template_version="1", base_url=agent.base_url or None, api_key=agent_api_key(agent),
                   use_cache=False)
-    action = parse_function_answer(result.content, result.tool_calls)
-    names = tool_names(data)
-    if action.get("type") == API_CALL and action["name"] not in names:
-        action = invalid(f"a call to {action['name']}, which is not one of the tools offered "
-                         f"({', '.join(names) or 'none'})")
-    raw = result.content or ""
-    if result.tool_calls:
-        raw = json.dumps({"content": result.content, "tool_calls": result.tool_calls}, ensure_ascii=False)
+    action, raw = read_chat_result(result, data, json_prompt=False)
     return Answer(action=action, raw=raw, latency_ms=result.latency_ms, call_id=result.call_id)

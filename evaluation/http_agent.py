@@ -2,12 +2,15 @@
 library only: the standalone runner needs neither Django nor the `openai` package.
 
 Transient failures (HTTP 429 and 5xx, connection errors, timeouts) are retried with exponential
-backoff (honouring Retry-After) up to `retries` times; what still fails, and every answer that
-cannot be read, becomes an ``{"type": "invalid", "reason"}`` action: the test is counted wrong
-with that reason instead of stopping the run. A semaphore caps the requests in flight.
+backoff (honouring Retry-After) up to `retries` times. What still fails is an *outage* action
+(:func:`evaluation.reader.outage`: no answer, with the reason); an answer that came back is read by
+:func:`evaluation.reader.read_http`. The defaults (20 s, one retry) bound a hung agent to about
+40 s per test; the callers' circuit breaker stops a run after consecutive outages. A semaphore
+caps the requests in flight.
 """
 from __future__ import annotations
 
+import http.client
 import json
 import random
 import socket
@@ -18,11 +21,13 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.agents import invalid
-from evaluation.protocol import openai_messages, read_response, request_body, tool_names
+from evaluation.protocol import openai_messages, request_body
+from evaluation.reader import offered_names, outage, read_http
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 MAX_BACKOFF = 20.0
+DEFAULT_TIMEOUT = 20.0
+DEFAULT_RETRIES = 1
 
 
 @dataclass
@@ -45,8 +50,8 @@ class HttpAgent:
     knowledge: str = "procedure"
     release: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    timeout: float = 30.0
-    retries: int = 2
+    timeout: float = DEFAULT_TIMEOUT
+    retries: int = DEFAULT_RETRIES
     concurrency: int = 8
     backoff: float = 0.5
     temperature: float = 0.0
@@ -98,7 +103,7 @@ class HttpAgent:
         """The agent's action for one test (never raises for agent-side failures)."""
         url, req = self.body(data)
         payload = json.dumps(req, ensure_ascii=False).encode()
-        names = tool_names(data)
+        names = offered_names(data)
         started = time.monotonic()
         attempts, last = 0, ""
         with self._slots:
@@ -109,13 +114,16 @@ class HttpAgent:
                     status, body, retry_after = self._post(url, payload)
                 except (TimeoutError, socket.timeout):
                     last = f"no answer within {self.timeout:g} s"
-                except (urllib.error.URLError, OSError) as exc:
+                except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
                     reason = getattr(exc, "reason", exc)
-                    last = f"connection failed: {reason}"
+                    if isinstance(reason, (TimeoutError, socket.timeout)):
+                        last = f"no answer within {self.timeout:g} s"
+                    else:
+                        last = f"connection failed: {reason or type(exc).__name__}"
                 else:
                     if status not in RETRY_STATUSES:
                         latency = int((time.monotonic() - started) * 1000)
-                        return Reply(read_response(status, body, names), body.decode("utf-8", "replace")[:20000],
+                        return Reply(read_http(status, body, names), body.decode("utf-8", "replace")[:20000],
                                      latency, attempts)
                     last = f"HTTP {status}: {body.decode('utf-8', 'replace').strip()[:200]}"
                 if attempts > self.retries:
@@ -123,7 +131,7 @@ class HttpAgent:
                 time.sleep(self.delay(attempts - 1, retry_after))
         latency = int((time.monotonic() - started) * 1000)
         tries = f" (after {attempts} attempts)" if attempts > 1 else ""
-        return Reply(invalid(f"{last}{tries}"), "", latency, attempts)
+        return Reply(outage(f"{last}{tries}"), "", latency, attempts)
 
 
 def auth_headers(header: str, secret: str | None) -> dict[str, str]:

@@ -46,9 +46,7 @@ from evaluation.comparison import (  # noqa: F401 - re-exported: the rules live 
 )
 from evaluation.correlation import pearson, ranks, spearman  # noqa: F401 - re-exported
 
-REPLY = "reply"
-API_CALL = "api_call"
-INVALID = "invalid"
+from evaluation.reader import API_CALL, INVALID, REPLY  # noqa: E402,F401 - the action types
 FAILED = "failed"  # predicted_type of a test the agent never answered (its call failed)
 
 

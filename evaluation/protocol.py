@@ -2,8 +2,8 @@
 agent's answer is read back into an action.
 
 Pure Python (no Django): the standalone runner (`python -m evaluation.runner`) and the Celery
-lanes both use it. The answer parsing itself is agents.py's (`action_from_object`,
-`parse_function_answer`); this module only unwraps the protocol's envelopes around it.
+lanes both use it. Answers are read by :func:`evaluation.reader.read_http`, the reader every
+agent kind shares.
 
 Request (one test)::
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evaluation.agents import action_from_object, invalid, knowledge_text, parse_function_answer, tools_from_apis
-from evaluation.metrics import API_CALL
+from evaluation.agents import knowledge_text, tools_from_apis
+from evaluation.reader import offered_names
 
 PROTOCOL = "almita-agent/1"
 KNOWLEDGE_FORMATS = ("none", "procedure", "mermaid", "code")
@@ -87,60 +87,5 @@ def request_body(data: dict[str, Any], *, knowledge: str = "procedure", release:
     }
 
 
-def _tool_calls(message: dict[str, Any]) -> list[dict[str, Any]] | None:
-    calls = message.get("tool_calls")
-    if calls is None and isinstance(message.get("function_call"), dict):
-        calls = [{"function": message["function_call"]}]
-    if calls is None:
-        return None
-    if not isinstance(calls, list):
-        return [{"name": None, "arguments": None}]
-    out = []
-    for c in calls:
-        fn = c.get("function") if isinstance(c, dict) else None
-        fn = fn if isinstance(fn, dict) else (c if isinstance(c, dict) else {})
-        out.append({"name": fn.get("name"), "arguments": fn.get("arguments")})
-    return out
-
-
-def read_answer(obj: Any, tool_names: list[str] | None = None) -> dict[str, Any]:
-    """An action from a decoded response body; a tool call to a tool we did not offer is invalid."""
-    if not isinstance(obj, dict):
-        return invalid(f"the response is JSON but not an object: {json.dumps(obj)[:120]}")
-    if isinstance(obj.get("choices"), list) and obj["choices"]:
-        first = obj["choices"][0]
-        obj = first.get("message") if isinstance(first, dict) else None
-        if not isinstance(obj, dict):
-            return invalid("the chat completion has no message")
-    elif isinstance(obj.get("message"), dict) and "type" not in obj:
-        obj = obj["message"]
-    if "type" in obj and "role" not in obj:
-        action = action_from_object(obj)
-    elif "role" in obj or "tool_calls" in obj or "content" in obj:
-        content = obj.get("content")
-        if content is not None and not isinstance(content, str):
-            return invalid("the message content is not a string")
-        action = parse_function_answer(content, _tool_calls(obj))
-    else:
-        return invalid("the response is neither an assistant message nor {\"type\": \"reply\"|\"api_call\"}: "
-                       + json.dumps(obj, ensure_ascii=False)[:120])
-    if action.get("type") == API_CALL and tool_names is not None and action["name"] not in tool_names:
-        offered = ", ".join(tool_names) or "none"
-        return invalid(f"a call to {action['name']}, which is not one of the tools offered ({offered})")
-    return action
-
-
-def read_response(status: int, body: bytes, tool_names: list[str] | None = None) -> dict[str, Any]:
-    """An action from one HTTP response (status already known not to be retried)."""
-    text = body.decode("utf-8", errors="replace")
-    if not 200 <= status < 300:
-        return invalid(f"HTTP {status}: {text.strip()[:200]}")
-    try:
-        obj = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return invalid(f"the response is not valid JSON: {text.strip()[:120]!r}")
-    return read_answer(obj, tool_names)
-
-
 def tool_names(data: dict[str, Any]) -> list[str]:
-    return [str(a.get("name")) for a in data.get("apis") or [] if isinstance(a, dict)]
+    return offered_names(data)

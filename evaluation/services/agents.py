@@ -13,15 +13,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluation import metrics as M
-from evaluation.agents import (
-    PROMPT_TEMPLATE,
-    PROMPT_VERSION,
-    build_messages,
-    parse_function_answer,
-    parse_json_answer,
-    reference_action,
-    tools_from_apis,
-)
+from evaluation import reader as R
+from evaluation.agents import PROMPT_TEMPLATE, PROMPT_VERSION, build_messages, reference_action, tools_from_apis
 from evaluation.models import Agent, AgentMode
 from evaluation.services.common import LLM_STAGE, EvaluationError
 
@@ -154,13 +147,17 @@ def agent_answer(agent: Agent, data: dict[str, Any], *, key: str = "", release_i
         # A re-evaluation asks the model again: cached answers would hide its variance.
         use_cache=False,
     )
-    if functions:
-        action = parse_function_answer(result.content, result.tool_calls)
-        raw = result.content or ""
-        if result.tool_calls:
-            raw = json.dumps({"content": result.content, "tool_calls": result.tool_calls}, ensure_ascii=False)
-    else:
-        names = [a.get("name") for a in data.get("apis") or [] if isinstance(a, dict)]
-        action = parse_json_answer(result.content, api_names=names)
-        raw = result.content or ""
+    action, raw = read_chat_result(result, data, json_prompt=not functions)
     return Answer(action=action, raw=raw, latency_ms=result.latency_ms, call_id=result.call_id)
+
+
+def read_chat_result(result, data: dict[str, Any], *, json_prompt: bool) -> tuple[dict[str, Any], str]:
+    """(canonical action, raw answer) of an LLM agent's reply, by the one reader
+    (evaluation/reader.py): the A.8 JSON prompt, or a chat answer (function calling, own prompt)."""
+    offered = R.offered_names(data)
+    if json_prompt:
+        return R.read_json_prompt(result.content, offered), result.content or ""
+    raw = result.content or ""
+    if result.tool_calls:
+        raw = json.dumps({"content": result.content, "tool_calls": result.tool_calls}, ensure_ascii=False)
+    return R.read_chat(result.content, result.tool_calls, offered), raw

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evaluation import agents as A
+from evaluation import reader as R
 from tests.evaluation.conftest import APIS, FLOWGRAPH, PROCEDURE
 
 DATA = {"procedure": PROCEDURE, "apis": APIS, "flowgraph": FLOWGRAPH,
@@ -58,7 +59,7 @@ def test_tools_from_apis_types_and_required():
     ('{"type": "x", "parameters": "{\\"a\\": 2}"}', {"type": "api_call", "name": "x", "parameters": {"a": 2}}),
 ])
 def test_parse_json_answer(text, action):
-    assert A.parse_json_answer(text) == action
+    assert R.read_json_prompt(text) == action
 
 
 @pytest.mark.parametrize("text,reason", [
@@ -68,23 +69,24 @@ def test_parse_json_answer(text, action):
     ('{"type": "api_call", "parameters": {}}', "names no API"),
 ])
 def test_malformed_json_answers_are_invalid_with_a_reason(text, reason):
-    action = A.parse_json_answer(text)
+    action = R.read_json_prompt(text)
     assert action["type"] == "invalid" and reason in action["reason"]
 
 
-def test_parse_function_answer():
-    assert A.parse_function_answer(None, [{"name": "f", "arguments": '{"a": 1}'}]) == \
+def test_read_chat():
+    assert R.read_chat(None, [{"name": "f", "arguments": '{"a": 1}'}]) == \
         {"type": "api_call", "name": "f", "parameters": {"a": 1}}
-    assert A.parse_function_answer("", [{"name": "f", "arguments": ""}])["parameters"] == {}
-    assert A.parse_function_answer("Hello there", []) == {"type": "reply", "content": "Hello there"}
-    assert "not valid JSON" in A.parse_function_answer(None, [{"name": "f", "arguments": "{oops"}])["reason"]
-    assert "not an object" in A.parse_function_answer(None, [{"name": "f", "arguments": "[1]"}])["reason"]
-    assert A.parse_function_answer("  ", None)["type"] == "invalid"
+    assert R.read_chat("", [{"name": "f", "arguments": ""}])["parameters"] == {}
+    assert R.read_chat("Hello there", []) == {"type": "reply", "content": "Hello there"}
+    assert "not valid JSON" in R.read_chat(None, [{"name": "f", "arguments": "{oops"}])["reason"]
+    assert "not an object" in R.read_chat(None, [{"name": "f", "arguments": "[1]"}])["reason"]
+    assert R.read_chat("  ", None)["type"] == "invalid"
 
 
 @given(st.text(max_size=200))
 def test_parsers_never_raise(text):
-    for action in (A.parse_json_answer(text), A.parse_function_answer(text, [{"name": "f", "arguments": text}])):
+    for action in (R.read_json_prompt(text), R.read_chat(text, [{"name": "f", "arguments": text}]),
+                   R.read_chat(text, None), R.read_http(200, text.encode())):
         assert action["type"] in ("reply", "api_call", "invalid")
         if action["type"] == "invalid":
             assert action["reason"]

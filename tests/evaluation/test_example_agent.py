@@ -57,7 +57,7 @@ def test_example_agent_through_the_worker_and_the_runner_gives_the_same_numbers(
             assert run.concurrency == 2 and fake.request_count == 10
             first = fake.requests[0]
             assert first["messages"][0]["role"] == "system" and "support assistant of our shop" in first["messages"][0]["content"]
-            assert "greet, which is not one of the tools offered" in run.results.get(entry__test_id=7).error
+            assert "greet is not one of the APIs offered" in run.results.get(entry__test_id=7).error
 
             portable = export_portable(release, tmp_path)
             runner_env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}

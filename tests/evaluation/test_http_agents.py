@@ -78,7 +78,7 @@ def test_own_prompt_agent_sends_only_its_prompt_the_conversation_and_the_tools(s
     assert all(m["role"] in ("user", "assistant") for m in body["messages"][1:])
     assert "procedure" not in json.dumps(body["messages"]).lower()  # no product prompt, no A.8 text
     assert {t["function"]["name"] for t in body["tools"]} == {"get_order_details", "refund_order", "cancel_order"}
-    assert "greet, which is not one of the tools offered" in run.results.get(entry__test_id=7).error
+    assert "greet is not one of the APIs offered" in run.results.get(entry__test_id=7).error
 
 
 def test_a_session_run_with_an_http_agent(db, fake_openai, openai_settings):

@@ -9,7 +9,7 @@ import io
 import pytest
 from django.urls import reverse
 
-from evaluation import agents as A
+from evaluation import reader as A
 from evaluation import metrics as M
 from evaluation import services
 from evaluation.models import AgentMode, RunStatus
@@ -55,7 +55,7 @@ SHAPES = [
 
 @pytest.mark.parametrize("text,name,params", SHAPES)
 def test_every_common_call_shape_keeps_its_parameters(text, name, params):
-    assert A.parse_json_answer(text) == {"type": C, "name": name, "parameters": params}
+    assert A.read_json_prompt(text) == {"type": C, "name": name, "parameters": params}
 
 
 @pytest.mark.parametrize("text", [
@@ -65,18 +65,18 @@ def test_every_common_call_shape_keeps_its_parameters(text, name, params):
     '{"content": "Your order id?"}',
 ])
 def test_reply_shapes(text):
-    assert A.parse_json_answer(text) == {"type": R, "content": "Your order id?"}
+    assert A.read_json_prompt(text) == {"type": R, "content": "Your order id?"}
 
 
 @pytest.mark.parametrize("api", ["send_message", "answer", "say"])
 def test_a_real_api_named_like_a_reply_synonym_is_a_call(api):
     text = '{"type": "%s", "parameters": {"message": "Your parcel left today"}}' % api
-    assert A.parse_json_answer(text, api_names=[api, "get_order"]) == {
+    assert A.read_json_prompt(text, [api, "get_order"]) == {
         "type": C, "name": api, "parameters": {"message": "Your parcel left today"}}
     # Without such an API it is still read as a reply.
-    assert A.parse_json_answer(text, api_names=["get_order"])["type"] == R
+    assert A.read_json_prompt(text, ["get_order"])["type"] == R
     # The A.8 reply type itself always means a reply.
-    assert A.parse_json_answer('{"type": "reply", "parameters": {"content": "hi"}}', api_names=["reply"])["type"] == R
+    assert A.read_json_prompt('{"type": "reply", "parameters": {"content": "hi"}}', ["reply"])["type"] == R
 
 
 # --------------------------------------------------------------------------- exact comparison (pure)

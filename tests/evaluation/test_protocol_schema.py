@@ -9,7 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from evaluation.protocol import read_answer, request_body
+from evaluation.protocol import request_body
+from evaluation.reader import read_object as read_answer
 from tests.evaluation.conftest import FLOWGRAPH
 from tests.evaluation.http_agents import HTTP_SCRIPT, release_rows, tool_call
 
@@ -57,15 +58,15 @@ def test_every_accepted_response_shape_validates_and_is_read():
     {"role": "assistant"},
     {"choices": []},
     [1, 2],
-    {"answer": "hi"},
 ])
 def test_what_the_schema_rejects_is_counted_wrong(obj):
     assert not jsonschema.Draft202012Validator(schema("response")).is_valid(obj)
     assert read_answer(obj, ["get_order_details"])["type"] == "invalid"
 
 
-def test_a_call_to_an_unknown_tool_is_wrong_even_in_a_valid_shape():
+def test_a_call_to_an_unknown_tool_is_a_call_to_a_wrong_api():
     obj = tool_call("delete_everything", {})
     jsonschema.Draft202012Validator(schema("response")).validate(obj)
     action = read_answer(obj, ["get_order_details"])
-    assert action["type"] == "invalid" and "delete_everything, which is not one of the tools offered" in action["reason"]
+    assert action["type"] == "api_call" and action["name"] == "delete_everything"
+    assert "not one of the APIs offered" in action["note"]

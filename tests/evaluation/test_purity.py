@@ -1,4 +1,4 @@
-"""metrics.py, trials.py and the answer reading (agents.py) import no Django: the standalone
+"""metrics.py, trials.py, the answer reader (reader.py) and the prompt (agents.py) import no Django: the standalone
 runner (engineer #18) imports them without settings. Checked in a fresh interpreter."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PURE = ["evaluation.metrics", "evaluation.agents", "evaluation.trials", "evaluation.dialogue_actions", "evaluation.comparison",
+PURE = ["evaluation.metrics", "evaluation.reader", "evaluation.agents", "evaluation.trials", "evaluation.dialogue_actions", "evaluation.comparison",
         "evaluation.dst"]
 
 

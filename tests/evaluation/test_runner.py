@@ -84,12 +84,14 @@ def test_protocol_errors_are_counted_wrong_with_reasons(tmp_path):
         rc, doc = run(tmp_path, agent.url, "--timeout", "0.5", "--retries", "1")
     reasons = {r["test_id"]: r["reason"] for r in doc["tests"]}
     by_id = {r["test_id"]: r for r in doc["tests"]}
-    for t in (1, 2, 3, 4):
+    for t in (1, 2, 3):
         assert by_id[t]["predicted_type"] == "invalid" and not by_id[t]["correct"]
     assert "no answer within 0.5 s (after 2 attempts)" in reasons[1]
     assert "HTTP 500" in reasons[2] and "after 2 attempts" in reasons[2] and seen[2] == 2
     assert "not valid JSON" in reasons[3]
-    assert "get_order, which is not one of the tools offered" in reasons[4]
+    # A call to a tool that is not offered is a call to a wrong API, not an unreadable answer.
+    assert by_id[4]["predicted_type"] == "api_call" and by_id[4]["api_recalled"] and not by_id[4]["api_correct"]
+    assert "get_order is not one of the APIs offered" in reasons[4]
     # The 429 was retried and the answer read (t5's " Damaged " is wrong under the exact comparison).
     assert by_id[5]["predicted_type"] == "api_call" and seen[5] == 2 and "invalid" not in by_id[5]["reason"]
     assert rc == 0  # no gate asked for
@@ -246,7 +248,7 @@ def test_the_runner_imports_no_django_and_starts_fast(tmp_path):
     # The pure metric and agent-reading code too, including the lazy imports a request with a
     # Mermaid workflow and a context with an API call make (generation.pipeline).
     code = ("import sys, time; t = time.perf_counter(); import evaluation.runner.cli, evaluation.protocol, "
-            "evaluation.http_agent, evaluation.runner.gates, evaluation.runner.junit, evaluation.agents, "
+            "evaluation.http_agent, evaluation.runner.gates, evaluation.runner.junit, evaluation.agents, evaluation.reader, "
             "evaluation.metrics; s = time.perf_counter() - t; "
             f"fg = {FLOWGRAPH!r}; "
             "evaluation.protocol.request_body({'context': [{'role': 'api', 'content': 'f(a=1)'}], 'flowgraph': fg}, "

@@ -114,9 +114,9 @@ def test_function_calling_replies_are_parsed(small_release, fake_openai, openai_
     assert "flowchart TD" in body["messages"][0]["content"]  # knowledge as Mermaid
     by_test = {r.entry.test_id: r for r in run.results.select_related("entry")}
     assert by_test[2].correct and by_test[2].parsed["parameters"] == {"order_id": 812}
-    assert by_test[5].correct and "first one is scored" in by_test[5].error
+    assert by_test[5].correct and "the first is scored" in by_test[5].error
     assert by_test[8].predicted_type == "invalid" and "not valid JSON" in by_test[8].error
-    assert by_test[4].predicted_type == "invalid" and "neither text nor a function call" in by_test[4].error
+    assert by_test[4].predicted_type == "invalid" and "neither text nor a tool call" in by_test[4].error
     assert by_test[1].correct and json.loads(by_test[2].raw_reply)["tool_calls"][0]["name"] == "get_order_details"
 
 
