@@ -12,7 +12,7 @@ from generation.imports import FORMATS, MAX_BYTES, ImportFormatError, items_impo
 
 
 class ImportForm(forms.Form):
-    file = forms.FileField(help_text="JSON or JSON Lines")
+    file = forms.FileField(help_text="JSON, JSON Lines or YAML")
     format = forms.ChoiceField(choices=list(FORMATS.items()), initial="auto")
     name = forms.CharField(required=False, max_length=200,
                            help_text="API lists: the name of the intent and procedure created for them")

@@ -166,7 +166,7 @@ def _json_lines(text: str) -> list[Any]:
 
 def _load_yaml(text: str) -> Any:
     """YAML through the pipeline's bounded safe loader (aliases counted before they are expanded)."""
-    from generation.pipeline.structured import load_yaml
+    from generation.pipeline.toolspecs.documents import load_yaml
 
     try:
         return load_yaml(text)

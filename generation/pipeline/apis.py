@@ -122,7 +122,7 @@ def _where(index: int) -> str:
 def _params_from_schema(schema: Any, index: int, field_name: str, report: list[str] | None = None,
                         api: str = "", mode: str = "request") -> list[ParamSpec]:
     """The fields of a tool's JSON Schema (its own ``$defs`` resolved); what is not kept goes to ``report``."""
-    from .schema_fields import Fields
+    from .toolspecs.fields import Fields
 
     if schema in (None, {}):
         return []
@@ -281,7 +281,7 @@ def parse_api_list(data: Any) -> ApiList:
     result's ``report`` lists everything the document declares that was not kept."""
     if isinstance(data, (str, bytes)):
         return parse_api_text(data.decode() if isinstance(data, bytes) else data)
-    from .openapi import is_openapi, openapi_apis
+    from .toolspecs.openapi import is_openapi, openapi_apis
     from .toolspecs import unwrap_tool_document
 
     data = unwrap_tool_document(data)
@@ -322,7 +322,7 @@ _TEXT_BLOCK = re.compile(r"^\s*API:\s*(?P<name>\S+)\s*$", re.MULTILINE)
 
 def parse_api_text(text: str) -> ApiList:
     """Parse JSON text, or FlowBench's plain-text tool listing (``API: name`` blocks)."""
-    from .structured import load_structured
+    from .toolspecs.documents import load_structured
 
     starts = [] if text.lstrip("\ufeff").lstrip()[:1] in ("{", "[") else list(_TEXT_BLOCK.finditer(text))
     if not starts:

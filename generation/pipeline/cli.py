@@ -13,7 +13,7 @@ from .apis import ApiFormatError, ApiSpec, parse_api_list, parse_api_text
 from .build import BuildError, build_offline
 from .formats import GraphFormatError, load_graph, write_graph_text
 from .mermaid import MermaidSyntaxError, mermaid_to_flowgraph
-from .mermaid_syntax import looks_like_mermaid
+from .mermaid.syntax import looks_like_mermaid
 from .toolspecs import dedupe_apis, is_flowbench_record, load_structured, select_record
 from .render import to_code, to_dot, to_mermaid, to_outline
 from .sampling import SAMPLERS, SamplingError

@@ -149,8 +149,8 @@ MERMAID_SHAPES = {
 
 def mermaid_escape(text: Any) -> str:
     """Mermaid strings cannot contain raw quotes; entity codes are its own escape syntax (see
-    :func:`.mermaid_text.escape`, which the reader undoes exactly)."""
-    from .mermaid_text import escape
+    :func:`.mermaid.text.escape`, which the reader undoes exactly)."""
+    from .mermaid.text import escape
 
     return escape(text)
 

@@ -120,9 +120,9 @@ def examples_from_text(text: str) -> list[str]:
 # ----------------------------------------------------------------------------- JSON Schema
 
 def schema_type(schema: Any) -> str:
-    """The paper's type string for a JSON Schema fragment (see :class:`.schema_fields.Fields`:
+    """The paper's type string for a JSON Schema fragment (see :class:`.toolspecs.fields.Fields`:
     ``allOf`` merged, unions listed, a type beside ``anyOf`` applied to its members)."""
-    from .schema_fields import type_of
+    from .toolspecs.fields import type_of
 
     return type_of(schema)
 

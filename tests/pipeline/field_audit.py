@@ -1,6 +1,6 @@
 """A second, plain reading of an OpenAPI document: every field each operation declares.
 
-Written from the specification, independently of ``generation.pipeline.openapi``: parameters (any
+Written from the specification, independently of ``generation.pipeline.toolspecs.openapi``: parameters (any
 location, path-level ones included, ``schema`` or ``content``), every media type of the request body,
 every 2xx response, and inside schemas ``properties``, ``items``, ``additionalProperties`` (a map),
 ``allOf``/``anyOf``/``oneOf`` members, ``$ref`` (a schema that contains itself is not entered again).

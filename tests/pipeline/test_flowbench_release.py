@@ -57,7 +57,7 @@ def test_each_record_converts_strictly_and_whole(k):
     assert not any("column" in line for line in report)  # nothing malformed, not even leniently
     # Every labelled transition is an edge between its two states with its label, unless the report
     # says where it went instead.
-    from generation.pipeline.mermaid_syntax import read_mermaid
+    from generation.pipeline.mermaid.syntax import read_mermaid
 
     for u, v, label in read_mermaid(record["workflow"]["flowchart"]).edges:
         if (u, v) in want["rerouted"]:

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 
 from generation.pipeline.apis import ApiSpec
 from generation.pipeline.mermaid import MermaidSyntaxError, mermaid_to_flowgraph
-from generation.pipeline.mermaid_calls import tool_calls
-from generation.pipeline.mermaid_syntax import read_mermaid, write_chart
-from generation.pipeline.mermaid_text import escape, read_label
+from generation.pipeline.mermaid.calls import tool_calls
+from generation.pipeline.mermaid.syntax import read_mermaid, write_chart
+from generation.pipeline.mermaid.text import escape, read_label
 from generation.pipeline.render import to_mermaid
 
 from .mermaid_charts import CALLS, MENTIONS, TOOLS, WHOLE, charts

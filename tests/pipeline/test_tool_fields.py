@@ -13,8 +13,8 @@ import pytest
 
 from generation.pipeline.apis import MESSAGE_LIMIT, ApiFormatError, parse_api_list
 from generation.pipeline.cli import load_apis
-from generation.pipeline.openapi import field_paths
-from generation.pipeline.structured import load_structured
+from generation.pipeline.toolspecs.openapi import field_paths
+from generation.pipeline.toolspecs.documents import load_structured
 from generation.pipeline.synth_openapi import openapi_document
 
 from .field_audit import declared, silent_drops

@@ -1,4 +1,4 @@
-"""The event-stream YAML builder of generation.pipeline.structured agrees with yaml.safe_load."""
+"""The event-stream YAML builder of generation.pipeline.toolspecs.documents agrees with yaml.safe_load."""
 from __future__ import annotations
 
 import math
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generation.pipeline.apis import ApiFormatError
-from generation.pipeline.structured import MAX_YAML_NODES, load_yaml
+from generation.pipeline.toolspecs.documents import MAX_YAML_NODES, load_yaml
 
 _scalars = (st.none() | st.booleans() | st.integers(-10**12, 10**12)
             | st.floats(allow_nan=False, allow_infinity=True)

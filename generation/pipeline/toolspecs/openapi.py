@@ -5,7 +5,7 @@ parameter's ``content`` schema read like its ``schema``) and the fields of its r
 the same way whatever the media type: JSON first, then ``application/x-www-form-urlencoded``, then
 ``multipart/form-data``, then any other media type with a schema. A body that is not an object is one
 parameter ``body``. The output is the first 2xx response with a schema; an array keeps its items'
-fields. Schemas are read by :class:`.schema_fields.Fields` (``allOf`` merged, unions kept, ``$ref``
+fields. Schemas are read by :class:`.fields.Fields` (``allOf`` merged, unions kept, ``$ref``
 followed lazily).
 
 Refused, with a one-line message naming the operation and the JSON pointer: two operations with the
@@ -13,16 +13,16 @@ same ``operationId``, a ``$ref`` that leads nowhere, a document without a single
 ``paths``, only webhooks, empty ``paths``). Reported, one line each: header and cookie parameters
 (the client sets them), a parameter without a name, a body field only one media type has, fields
 of another 2xx response, callbacks and webhooks (requests the API sends), error responses, and all
-that :class:`.schema_fields.Fields` reports.
+that :class:`.fields.Fields` reports.
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from .apis import ApiFormatError, ApiSpec
-from .schema import ParamSpec
-from .schema_fields import Fields, pointer_escape
+from ..apis import ApiFormatError, ApiSpec
+from ..schema import ParamSpec
+from .fields import Fields, pointer_escape
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from .apis import ApiSpec
+from ..apis import ApiSpec
 
 _CALL_VERB = r"(?:use|uses|using|used|call|calls|calling|invoke|invokes|invoking|utili[sz]e|utili[sz]ing|" \
              r"execute|executing|run|running|trigger|triggering|query|querying|request|requesting|via|through)"

@@ -1,8 +1,8 @@
 """Tool documents as published: OpenAPI 3.0/3.1 (JSON or YAML), MCP ``tools/list`` results, OpenAI
-tools and FlowBench release records, read into the API-list shapes :func:`.apis.parse_api_list` knows.
+tools and FlowBench release records, read into the API-list shapes :func:`..apis.parse_api_list` knows.
 
-Documents are loaded by :mod:`.structured` (JSON, JSON Lines or bounded YAML, told apart by
-parsing), OpenAPI operations are read by :mod:`.openapi` and JSON Schemas by :mod:`.schema_fields`.
+Documents are loaded by :mod:`.documents` (JSON, JSON Lines or bounded YAML, told apart by
+parsing), OpenAPI operations are read by :mod:`.openapi` and JSON Schemas by :mod:`.fields`.
 This module unwraps the envelopes: a JSON-RPC response (and refuses a JSON-RPC *error*, which lists
 no tool), a FlowBench record or release.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .apis import ApiFormatError
+from ..apis import ApiFormatError
 from .openapi import is_openapi, openapi_apis  # noqa: F401 (re-exported)
-from .structured import load_json_lines, load_structured  # noqa: F401 (re-exported)
+from .documents import load_json_lines, load_structured  # noqa: F401 (re-exported)
 
 
 # ----------------------------------------------------------------------------- FlowBench records

@@ -7,7 +7,7 @@ and ``[\\..\\]``, trapezoid ``[/..\\]`` and ``[\\../]``, and the newer ``id@{ sh
 FlowBench's release writes the asymmetric shape ``id>[text]``; that spelling is read as the
 asymmetric shape with the text inside the brackets, and said so in :attr:`MermaidChart.remarks`.
 Label text (quotes, Markdown strings, ``<br>``, entity codes, text over several lines) is read by
-:mod:`.mermaid_text`.
+:mod:`.text`.
 
 Real charts come with a line of prose before ``flowchart TD``, ``A & B --> C`` groups, every arrow
 spelling (``-->|label|``, ``-- label -->``, ``== label ==>``, ``-. label .->``, ``---``, ``~~~``,
@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .mermaid_shapes import DECISION_SHAPES, OPENINGS, SHAPE_ALIASES, SHAPE_NAMES, write_chart  # noqa: F401
-from .mermaid_text import read_label
+from .shapes import DECISION_SHAPES, OPENINGS, SHAPE_ALIASES, SHAPE_NAMES, write_chart  # noqa: F401
+from .text import read_label
 
 _PAIRS = {"[": "]", "(": ")", "{": "}"}
 _ID = re.compile(r"[^\W][\w.]*")

@@ -1,6 +1,6 @@
 """Mermaid's flowchart node shapes: how each is opened and closed, its name, and writing a chart back.
 
-The names are the reader's (:mod:`.mermaid_syntax`): ``rectangle``, ``round``, ``stadium``,
+The names are the reader's (:mod:`.syntax`): ``rectangle``, ``round``, ``stadium``,
 ``subroutine``, ``cylinder``, ``circle``, ``double-circle``, ``asymmetric``, ``rhombus``, ``hexagon``,
 ``parallelogram``, ``parallelogram-alt``, ``trapezoid``, ``trapezoid-alt``; a shape of the newer
 ``@{ shape: ... }`` syntax that is none of these keeps its own name (``doc``, ``bolt``, ...).
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .mermaid_text import escape
+from .text import escape
 
 # Openings, longest first, with the closings each may have and the shape's name.
 OPENINGS: list[tuple[str, tuple[str, ...]]] = [

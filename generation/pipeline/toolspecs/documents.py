@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from yaml import events as ev
 
-from .apis import ApiFormatError
+from ..apis import ApiFormatError
 
 MAX_YAML_NODES = 2_000_000
 _Parser = getattr(yaml, "CBaseLoader", yaml.BaseLoader)

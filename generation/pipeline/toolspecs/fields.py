@@ -1,6 +1,6 @@
 """JSON Schema (OpenAPI 3.0/3.1, MCP ``inputSchema``/``outputSchema``, OpenAI tools) -> fields.
 
-:class:`Fields` reads a schema fragment into :class:`.schema.ParamSpec` objects with the paper's
+:class:`Fields` reads a schema fragment into :class:`..schema.ParamSpec` objects with the paper's
 type strings and keeps every field a schema declares:
 
 * ``allOf`` members are merged into one schema (properties, ``required``, type);
@@ -23,8 +23,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
-from .apis import ApiFormatError
-from .schema import ParamSpec, param_from_schema
+from ..apis import ApiFormatError
+from ..schema import ParamSpec, param_from_schema
 
 MAX_DEPTH = 16
 MAX_FIELDS = 300_000

@@ -1,11 +1,11 @@
 """Mermaid flowchart (FlowBench style) + tool list -> flowgraph.
 
-Two dialects are read (the text itself by :mod:`.mermaid_syntax`):
+Two dialects are read (the text itself by :mod:`.syntax`):
 
-* this project's own export (:func:`.render.to_mermaid`): ``class`` lines carry node types, so the
+* this project's own export (:func:`..render.to_mermaid`): ``class`` lines carry node types, so the
   import is exact;
 * FlowBench's hand-written charts: nodes are dialogue states whose text may tell the agent to use a
-  tool. Only a *call* makes an api node (the spellings are listed in :mod:`.mermaid_calls`: "call
+  tool. Only a *call* makes an api node (the spellings are listed in :mod:`.calls`: "call
   X", "call API:X", "API: X", "call X(...)", "use the X tool", a state whose whole text is the tool,
   ...). A mention of an earlier call's outcome ("based on the returned values of X", "if X returns
   ...", "the result of X") makes none. Tool names match case-insensitively and a differing case is
@@ -14,7 +14,7 @@ Two dialects are read (the text itself by :mod:`.mermaid_syntax`):
   nodes, states without outgoing edges become end_message nodes, and the parentless state the
   start_message.
 
-Strict by default: any problem the reader found (see :mod:`.mermaid_syntax`) raises
+Strict by default: any problem the reader found (see :mod:`.syntax`) raises
 :class:`MermaidSyntaxError` naming each problem's line and column; ``strict=False`` converts what
 could be read and lists the problems in the report. A chart without a single node is refused either
 way: there is nothing to convert. Every assumption, every synthetic element that
@@ -27,11 +27,11 @@ import re
 
 import networkx as nx
 
-from .apis import ApiSpec
-from .convert import breadth_first
-from .mermaid_calls import inferred_tools, mentioned_tools, tool_calls, whole_call
-from .mermaid_syntax import DECISION_SHAPES, MermaidProblem, read_mermaid
-from .schema import default_from_text, enum_from_text
+from ..apis import ApiSpec
+from ..convert import breadth_first
+from .calls import inferred_tools, mentioned_tools, tool_calls, whole_call
+from .syntax import DECISION_SHAPES, MermaidProblem, read_mermaid
+from ..schema import default_from_text, enum_from_text
 
 __all__ = ["MermaidSyntaxError", "mermaid_to_flowgraph", "parse_mermaid", "tool_calls", "attach_parameter_notes"]
 
