@@ -26,14 +26,19 @@ def _read(path: str | Path) -> str:
     return Path(path).read_text(encoding="utf-8")
 
 
-def load_apis(path: str | Path, record: int | None = None) -> list[ApiSpec]:
-    """Any tool format (see :mod:`.apis`), or the APIs of one record of a FlowBench release."""
+def load_apis(path: str | Path, record: int | None = None, log: IO[str] | None = None) -> list[ApiSpec]:
+    """Any tool format (see :mod:`.apis`), or the APIs of one record of a FlowBench release; what
+    the document declares but is not kept is written to ``log`` as ``report: not kept: ...`` lines."""
     text = _read(path)
     try:
         if text.lstrip("\ufeff").lstrip()[:1] in ("{", "["):
             data = select_record(load_structured(text, str(path)), record, str(path))
-            return parse_api_list(data)
-        return parse_api_text(text)
+            apis = parse_api_list(data)
+        else:
+            apis = parse_api_text(text)
+        for line in getattr(apis, "report", []):
+            (log or sys.stderr).write(f"report: not kept: {line}\n")
+        return apis
     except ApiFormatError as exc:
         msg = str(exc)
         raise ApiFormatError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
@@ -129,7 +134,7 @@ def validate_graph_main(path: str | Path, kind: str | None = None, out: IO[str] 
         return each_record(validate_graph_main, path, out, path=path, kind=kind, out=out, apis=apis,
                            lenient=lenient)
     try:
-        tools = load_apis(apis, record) if apis else None
+        tools = load_apis(apis, record, out) if apis else None
         if kind == "conversation":
             g = load_graph(_read(path), kind)
         else:
@@ -176,7 +181,7 @@ def build_tests_main(flowgraph: str | Path, apis: str | Path, out_dir: str | Pat
         out.write(f"error: --noise must be between 0 and 1, got {noise}\n")
         return EXIT_INVALID
     try:
-        api_list = load_apis(apis, record)
+        api_list = load_apis(apis, record, out)
         g = load_flowgraph(flowgraph, api_list, record, strict=not lenient, err=out)
         g.graph.pop("apis", None)
     except MermaidSyntaxError as exc:
@@ -239,7 +244,7 @@ def convert_workflow_main(path: str | Path, src: str, dst: str, apis: str | Path
         err.write(f"error: --from must be one of {FROM_FORMATS} and --to one of {TO_FORMATS}\n")
         return EXIT_INVALID
     try:
-        tools = load_apis(apis, record) if apis else []
+        tools = load_apis(apis, record, err) if apis else []
         if src in ("mermaid", "flowbench"):
             text = _read(path)
             fb = flowbench_chart(text, path, record)

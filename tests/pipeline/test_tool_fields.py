@@ -175,3 +175,19 @@ def test_a_dangling_ref_in_a_large_document_names_the_operation_and_the_pointer_
 
 def test_messages_are_capped():
     assert len(str(ApiFormatError("x" * 100_000))) == MESSAGE_LIMIT
+
+
+def test_the_commands_print_what_an_api_document_does_not_keep(tmp_path):
+    import io
+
+    from generation.pipeline.cli import convert_workflow_main, validate_graph_main
+
+    chart = tmp_path / "orders.mmd"
+    chart.write_text("flowchart TD\nA(Start) --> B[Ask for the shop and call listOrders] --> C[Read them out]\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert convert_workflow_main(chart, "mermaid", "flowgraph", apis=TOOLS / "bakery-3.1.json", out=out, err=err) == 0
+    assert "report: not kept: listOrders: header parameter X-Request-Id: left out" in err.getvalue()
+    assert "(api){listOrders}" in out.getvalue()
+    log = io.StringIO()
+    validate_graph_main(chart, None, log, apis=TOOLS / "bakery-3.0.yaml")
+    assert "report: not kept: createOrder: id: left out: readOnly" in log.getvalue()

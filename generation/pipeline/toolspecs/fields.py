@@ -104,7 +104,7 @@ class Fields:
         keys first, then each member's (a property in two members gets both, merged the same way)."""
         members = schema.get("allOf")
         if not isinstance(members, list):
-            return schema
+            return _extras(schema)
         merged = {k: v for k, v in schema.items() if k != "allOf"}
         props = dict(merged.get("properties") or {}) if isinstance(merged.get("properties"), dict) else {}
         required = list(merged.get("required") or []) if isinstance(merged.get("required"), list) else []
@@ -135,7 +135,7 @@ class Fields:
                 merged[key] = options
             else:  # a second union in the same allOf: its members' fields join as optional fields
                 merged.setdefault("x-more-unions", []).extend(options)
-        return merged
+        return _extras(merged)
 
     # ------------------------------------------------------------------------------ fields
 
@@ -163,6 +163,8 @@ class Fields:
         """(type, fields) of a whole schema: an object's properties, an array's items' fields."""
         got = self.deref(schema, pointer, trail, where)
         if got is None:
+            ref = schema.get("$ref", "") if isinstance(schema, dict) else ""
+            self.note(where, f"{ref} contains itself; its fields are listed where it first appears")
             return "dict", []
         s, pointer, trail = got
         s = self.flatten(s, pointer, trail, where)
@@ -189,30 +191,31 @@ class Fields:
                                                  trail, depth)
             return union_type([inner, "None"]), fields, variants
         if t is None:
-            t = "object" if "properties" in s else "array" if "items" in s else _enum_type(
+            t = "object" if "properties" in s or "x-more-unions" in s else "array" if "items" in s else _enum_type(
                 s.get("enum") if "enum" in s else [s["const"]] if "const" in s else None)
         if t == "array":
             items = s.get("items")
+            if isinstance(s.get("prefixItems"), list):
+                self.note(where, "a tuple (prefixItems): its positions are not kept as fields")
             if isinstance(items, dict) and items:
                 item = self.param("items", items, True, f"{pointer}/items", where, trail, depth)
                 return f"list[{item.type}]", item.properties, item.variants
-            if isinstance(s.get("prefixItems"), list):
-                self.note(where, "a tuple (prefixItems): its positions are not kept as fields")
             return "list", [], []
         if t == "object":
             fields = self._object_fields(s, pointer, where, trail, depth)
-            extra = s.get("additionalProperties")
-            extra = extra if isinstance(extra, dict) and extra else None
-            if extra is None and isinstance(s.get("patternProperties"), dict) and len(s["patternProperties"]) == 1:
-                extra = next(iter(s["patternProperties"].values()))
-            if extra is not None and not fields:
-                value = self.param("value", extra, True, f"{pointer}/additionalProperties", where, trail, depth)
+            maps = [("extra keys", f"{pointer}/additionalProperties", s["additionalProperties"])] \
+                if isinstance(s.get("additionalProperties"), dict) and s["additionalProperties"] else []
+            patterns = s.get("patternProperties") if isinstance(s.get("patternProperties"), dict) else {}
+            maps += [(f"keys matching {k[:40]!r}", f"{pointer}/patternProperties/{pointer_escape(k)}", v)
+                     for k, v in patterns.items() if isinstance(v, dict)]
+            if len(maps) == 1 and not fields:
+                value = self.param("value", maps[0][2], True, maps[0][1], where, trail, depth)
                 return f"dict[str, {value.type}]", value.properties, value.variants
-            if extra is not None:
-                _, more = self.fields(extra, f"{pointer}/additionalProperties", where, trail, depth + 1)
+            for what, at, schema in maps:
+                _, more = self.fields(schema, at, where, trail, depth + 1)
                 if more:
-                    self.note(where, "its extra keys follow a schema with fields "
-                                     f"{', '.join(f.name for f in more[:8])}; those are not kept as named fields")
+                    self.note(where, f"its {what} follow a schema with fields {', '.join(f.name for f in more[:8])}; "
+                                     "those are not kept as named fields")
             return "dict", fields, []
         return _SCALAR.get(str(t), "Any") if t is not None else "Any", [], []
 
@@ -247,7 +250,8 @@ class Fields:
                depth: int) -> tuple[str, list[ParamSpec], list[dict[str, Any]]]:
         inherited = {k: s[k] for k in _INHERITED if k in s}
         own = {k: v for k, v in s.items() if k not in (key, "nullable")}
-        own_fields = self._object_fields(own, pointer, where, trail, depth) if own.get("properties") else []
+        own_fields = self._object_fields(own, pointer, where, trail, depth) \
+            if own.get("properties") or own.get("x-more-unions") else []
         types, member_fields, variants = [], [], []
         for i, member in enumerate(s[key]):
             got = self.deref(member, f"{pointer}/{key}/{i}", trail, where)
@@ -281,6 +285,23 @@ class Fields:
             own_names = {f.name for f in own_fields}
             fields = own_fields + [f for f in fields if f.name not in own_names]
         return union_type(types), fields, variants
+
+
+def _extras(schema: dict) -> dict:
+    """A second union beside ``anyOf`` (``oneOf`` too), ``then``/``else`` and ``dependentSchemas``:
+    their members' fields join the schema's as optional fields (``x-more-unions``)."""
+    more = [schema["oneOf"]] if isinstance(schema.get("anyOf"), list) and isinstance(schema.get("oneOf"), list) else []
+    more += [[schema[k]] for k in ("then", "else") if isinstance(schema.get(k), dict)]
+    for key in ("dependentSchemas", "dependencies"):
+        if isinstance(schema.get(key), dict):
+            more.append([v for v in schema[key].values() if isinstance(v, dict)])
+    if not more:
+        return schema
+    out = {k: v for k, v in schema.items() if k not in ("then", "else", "dependentSchemas", "dependencies")}
+    if more and isinstance(schema.get("anyOf"), list) and isinstance(schema.get("oneOf"), list):
+        out.pop("oneOf")
+    out["x-more-unions"] = list(schema.get("x-more-unions") or []) + [m for group in more for m in group]
+    return out
 
 
 def _enum_type(values: Any) -> str | None:
