@@ -108,7 +108,7 @@ def test_what_is_left_out_is_reported_with_its_reason():
                      "createOrder: response 202: output fields queue_position are not kept",
                      "createOrder: 1 callback(s) not read",
                      "searchCatalogue: output.category.parent: #/components/schemas/Category contains itself",
-                     "1 webhook(s) not read", "2 error response(s)"]:
+                     "1 webhook(s) not read", "2 other response(s) (3xx, 4xx, 5xx, default)"]:
         assert expected in text, expected
 
 
@@ -191,3 +191,12 @@ def test_the_commands_print_what_an_api_document_does_not_keep(tmp_path):
     log = io.StringIO()
     validate_graph_main(chart, None, log, apis=TOOLS / "bakery-3.0.yaml")
     assert "report: not kept: createOrder: id: left out: readOnly" in log.getvalue()
+
+
+def test_a_default_response_alone_is_the_output():
+    doc = {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {"/a": {"get": {
+        "operationId": "getA", "responses": {"default": {"description": "the answer", "content": {
+            "application/json": {"schema": {"type": "object", "properties": {"answer": {"type": "integer"}}}}}}}}}}}
+    apis = parse_api_list(doc)
+    assert [o.name for o in apis[0].outputs] == ["answer"]
+    assert apis.report == ["getA: output: read from the 'default' response (no 2xx response describes a body)"]

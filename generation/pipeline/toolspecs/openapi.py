@@ -68,6 +68,11 @@ def _missing(have: set[str], other: list[ParamSpec]) -> str:
     return ", ".join(missing[:12]) + (f" and {len(missing) - 12} more" if len(missing) > 12 else "")
 
 
+def _has_schema(reader: Fields, response: Any) -> bool:
+    got = reader.deref(response, "", (), "response") if isinstance(response, dict) else None
+    return bool(got and _schemas(got[0].get("content"), ""))
+
+
 def _operation_name(method: str, path: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9]+", "_", path).strip("_")
     return f"{method}_{slug}" if slug else method
@@ -120,15 +125,17 @@ def openapi_apis(doc: dict[str, Any], report: list[str] | None = None) -> list[A
                     name = f"{name}_{k}"
             names[name] = label
             reader.api, reader.operation = name, label
-            apis.append(_operation(reader, item, op, f"{pointer}/{method}", label, pointer))
-            failures += sum(1 for code in (op.get("responses") or {}) if not str(code).startswith("2"))
+            api, output_code = _operation(reader, item, op, f"{pointer}/{method}", label, pointer)
+            apis.append(api)
+            failures += sum(1 for code in (op.get("responses") or {}) if not str(code).startswith("2")
+                            and code != output_code)
             if isinstance(op.get("callbacks"), dict) and op["callbacks"]:
                 report.append(f"{name}: {len(op['callbacks'])} callback(s) not read: they are requests the API sends")
     if hooks:
         report.append(f"{len(hooks)} webhook(s) not read: they are requests the API sends, not operations")
     if failures:
-        report.append(f"{failures} error response(s) (4xx, 5xx, default) describe failures and are not read as "
-                      "outputs")
+        report.append(f"{failures} other response(s) (3xx, 4xx, 5xx, default) describe redirects and failures; "
+                      "they are not read as outputs")
     return apis
 
 
@@ -201,7 +208,9 @@ def _body(reader: Fields, op: dict, op_pointer: str, taken: set[str]) -> list[Pa
     return out
 
 
-def _operation(reader: Fields, item: dict, op: dict, op_pointer: str, label: str, path_pointer: str) -> ApiSpec:
+def _operation(reader: Fields, item: dict, op: dict, op_pointer: str, label: str,
+               path_pointer: str) -> tuple[ApiSpec, Any]:
+    """The operation's API and the response code its output follows (None: no output)."""
     reader.mode = "request"
     params = _parameters(reader, item, op, op_pointer, path_pointer, label)
     params += _body(reader, op, op_pointer, {p.name for p in params})
@@ -211,6 +220,9 @@ def _operation(reader: Fields, item: dict, op: dict, op_pointer: str, label: str
     reader.mode = "response"
     otype, outputs, chosen = "dict", [], None
     success = sorted((c for c in responses if str(c).upper().startswith("2")), key=str)
+    if not any(_has_schema(reader, responses[c]) for c in success) and _has_schema(reader, responses.get("default")):
+        success = ["default"]  # the only response that describes a body
+        reader.note("output", "read from the 'default' response (no 2xx response describes a body)")
     for code in success:
         got = reader.deref(responses[code], f"{op_pointer}/responses/{code}", (), f"response {code}")
         media = _schemas(got[0].get("content"), got[1]) if got else []
@@ -225,4 +237,4 @@ def _operation(reader: Fields, item: dict, op: dict, op_pointer: str, label: str
                 reader.note(f"response {code}", f"output fields {missing} are not kept: the output follows "
                                                 f"response {chosen}")
     desc = str(op.get("summary") or op.get("description") or "")
-    return ApiSpec(reader.api, desc, params, "result", otype, outputs)
+    return ApiSpec(reader.api, desc, params, "result", otype, outputs), chosen
