@@ -200,3 +200,20 @@ def test_a_default_response_alone_is_the_output():
     apis = parse_api_list(doc)
     assert [o.name for o in apis[0].outputs] == ["answer"]
     assert apis.report == ["getA: output: read from the 'default' response (no 2xx response describes a body)"]
+
+
+def test_conditional_and_pattern_fields_are_kept_or_reported_and_external_refs_are_said():
+    tools = [{"name": "t", "inputSchema": {"type": "object", "properties": {
+        "a": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"x": {"type": "string"}}}],
+              "oneOf": [{"type": "object", "properties": {"y": {"type": "integer"}}}]},
+        "b": {"type": "object", "if": {"properties": {"k": {"const": 1}}},
+              "then": {"properties": {"when_one": {"type": "string"}}}, "else": {"properties": {"other": {}}}},
+        "c": {"type": "object", "patternProperties": {"^a": {"type": "object", "properties": {"p": {}}},
+                                                      "^b": {"type": "string"}}},
+        "d": {"type": "object", "dependentSchemas": {"card": {"properties": {"billing": {"type": "string"}}}}},
+        "e": {"$ref": "common.yaml#/Address"}}}}]
+    apis = parse_api_list(tools)
+    assert field_paths(apis[0].params) == ["a", "a.y", "a.x", "b", "b.when_one", "b.other", "c", "d", "d.billing", "e"]
+    assert apis.report == [
+        "t: inputSchema.c: its keys matching '^a' follow a schema with fields p; those are not kept as named fields",
+        "t: inputSchema.e: $ref 'common.yaml#/Address' points into another document; its fields are not read"]

@@ -35,6 +35,7 @@ _INHERITED = ("type", "format", "nullable", "items")
 _COMPOSITE = frozenset(("anyOf", "oneOf", "allOf", "$ref", "properties", "items", "additionalProperties",
                         "patternProperties"))
 _NAMED = {**_SCALAR, "array": "list", "object": "dict"}
+_EXTRA_KEYS = frozenset(("then", "else", "dependentSchemas", "dependencies"))
 
 
 def pointer_escape(key: str) -> str:
@@ -88,10 +89,10 @@ class Fields:
         hops = 0
         while isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
             ref = schema["$ref"]
-            siblings = {k: v for k, v in schema.items() if k != "$ref"}
+            siblings = {k: v for k, v in schema.items() if k != "$ref"} if len(schema) > 1 else None
             if not ref.startswith("#"):
                 self.note(where, f"$ref {ref[:80]!r} points into another document; its fields are not read")
-                return siblings, pointer, trail
+                return siblings or {}, pointer, trail
             if ref in trail or hops > 50:
                 return None
             target = self.lookup(ref, pointer)
@@ -290,6 +291,8 @@ class Fields:
 def _extras(schema: dict) -> dict:
     """A second union beside ``anyOf`` (``oneOf`` too), ``then``/``else`` and ``dependentSchemas``:
     their members' fields join the schema's as optional fields (``x-more-unions``)."""
+    if _EXTRA_KEYS.isdisjoint(schema) and not ("anyOf" in schema and "oneOf" in schema):
+        return schema
     more = [schema["oneOf"]] if isinstance(schema.get("anyOf"), list) and isinstance(schema.get("oneOf"), list) else []
     more += [[schema[k]] for k in ("then", "else") if isinstance(schema.get(k), dict)]
     for key in ("dependentSchemas", "dependencies"):
