@@ -55,7 +55,7 @@ class RunForm(SimilarityForm):
     release = forms.ModelChoiceField(queryset=Release.objects.all())
     concurrency = forms.IntegerField(min_value=1, max_value=64, required=False,
                                      help_text="Tests in flight at once. Empty: LLM_MAX_CONCURRENCY")
-    comparison = forms.ChoiceField(choices=[(M.EXACT, "Exact (names exactly, values after JSON-type normalisation)"),
+    comparison = forms.ChoiceField(choices=[(M.EXACT, "Exact (names exactly, values by JSON type and value)"),
                                             (M.LENIENT, "Lenient (case and spacing ignored)")],
                                    initial=M.EXACT, required=False, label="API comparison")
     trials = forms.IntegerField(min_value=1, max_value=20, initial=1, required=False,

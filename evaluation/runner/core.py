@@ -64,9 +64,7 @@ def record_for(data: dict[str, Any], action: dict[str, Any], *, threshold: float
     if expected.get("type") == M.REPLY and action.get("type") == M.REPLY:
         sim = similarity(str(action.get("content", "")), str(expected.get("content", "")))
     outcome = M.judge(expected, action, similarity=sim, threshold=threshold)
-    reason = outcome.reason
-    if action.get("note"):
-        reason = (reason + "; " if reason else "") + action["note"]
+    reason = outcome.reason  # why it is wrong, and the reader's note
     return {
         "test_id": data.get("test_id"), "conversation_id": data.get("conversation_id"),
         "position": data.get("position"), "expected_type": outcome.expected_type,

@@ -125,9 +125,7 @@ def judge_answer(data: dict[str, Any], action: dict[str, Any], *, scorer: S.Scor
 
 def judged_fields(outcome: M.Outcome, action: dict[str, Any]) -> dict[str, Any]:
     """The TestResult columns that judging an answer sets (state DONE)."""
-    reason = outcome.reason
-    if action.get("note"):
-        reason = (reason + "; " if reason else "") + action["note"]
+    reason = outcome.reason  # why it is wrong, and the reader's note
     return {
         "state": ResultState.DONE, "predicted_type": outcome.predicted_type,
         "reply_recalled": outcome.reply_recalled, "reply_correct": outcome.reply_correct,
