@@ -60,12 +60,21 @@ def run_create(request: HttpRequest) -> HttpResponse:
                                   threshold=form.cleaned_data["threshold"],
                                   concurrency=form.cleaned_data["concurrency"],
                                   comparison=form.cleaned_data["comparison"] or M.EXACT, trials=form.cleaned_data["trials"] or 1,
-                                  dst=form.cleaned_data["dst"])
+                                  dst=form.cleaned_data["dst"],
+                                  max_error_share=0.1 if form.cleaned_data["max_error_share"] is None
+                                  else form.cleaned_data["max_error_share"])
     except (services.EvaluationError, S.SimilarityUnavailable) as exc:
         messages.error(request, str(exc))
         return redirect("evaluation:runs")
     messages.success(request, f"Run #{run.pk} queued: {run.total} tests.")
     return redirect("evaluation:run_detail", run_id=run.pk)
+
+
+def _health(errors: dict | None) -> dict | None:
+    if not errors:
+        return None
+    return {**errors, "share_pct": f"{100 * float(errors.get('share') or 0):.1f}",
+            "limit_pct": f"{100 * float(errors.get('limit') or 0):g}"}
 
 
 def _status_context(run: EvaluationRun) -> dict:
@@ -76,6 +85,8 @@ def _status_context(run: EvaluationRun) -> dict:
         "similarity_detail": (run.metrics or {}).get("similarity_detail") or S.describe(run.similarity),
         "comparison_detail": M.COMPARISONS.get(run.comparison, run.comparison),
         "unparseable": run.results.filter(state=ResultState.DONE, predicted_type=M.INVALID).count(),
+        # A stopped run's stored (or live) report says whether it measured the agent (run_health).
+        "health": None if run.is_active else _health(services.run_current_report(run).get("errors")),
         "rejudge_form": RejudgeForm(initial={"similarity": S.AUTO, "threshold": run.threshold}),
         "rejudgements": run.rejudgements.order_by("-id")[:20],
     }
