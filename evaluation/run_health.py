@@ -9,11 +9,15 @@ Pure, no Django: runs in the product (`services.run_report`, the run page, the A
 * When outages and unreadable answers together exceed ``limit`` (default 10 %) of the run's
   tests (every trial counted), the run is **failed**, ``complete: false``, with the reason: its
   figures would score the connection or the protocol, not the agent's decisions.
-* A **circuit breaker** stops a run after :data:`BREAKER_AFTER` consecutive outages, so a dead
-  agent costs seconds, not one timeout per test.
+* A **circuit breaker** stops a run after :data:`BREAKER_AFTER` consecutive failures, so a dead
+  or hung agent costs one timeout, not one per test: in the runner, :class:`Breaker` counts
+  failed *requests* (a refused connection, a timeout, an HTTP error status; retries included) and
+  stops both new tests and pending retries; in the product, the run fails after that many
+  consecutive tests without an answer (counted from the results, across worker processes).
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -83,5 +87,25 @@ def check_limit(value: Any) -> float:
     return number
 
 
-def breaker_message(outages: int, last: str) -> str:
-    return f"stopped after {outages} consecutive tests without an answer (last: {last})"
+def breaker_message(outages: int, last: str, unit: str = "tests") -> str:
+    return f"stopped after {outages} consecutive {unit} without an answer (last: {last})"
+
+
+class Breaker:
+    """Trips after `after` consecutive failed requests (0: never); any answered request resets
+    the count until it has tripped. Thread-safe; `tripped` is the reason, or ""."""
+
+    def __init__(self, after: int = BREAKER_AFTER) -> None:
+        self.after, self.count, self.tripped = after, 0, ""
+        self._lock = threading.Lock()
+
+    def failure(self, reason: str) -> None:
+        with self._lock:
+            self.count += 1
+            if self.after and self.count >= self.after and not self.tripped:
+                self.tripped = breaker_message(self.count, reason, "requests")
+
+    def success(self) -> None:
+        with self._lock:
+            if not self.tripped:
+                self.count = 0

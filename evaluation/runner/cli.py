@@ -62,7 +62,7 @@ def parser() -> argparse.ArgumentParser:
                    help="exit 3 when more tests than this share (0..1 or N%%) got no answer or an unreadable "
                         "one (default 0.1)")
     p.add_argument("--breaker", type=int, default=H.BREAKER_AFTER, metavar="N",
-                   help=f"stop after N consecutive tests without an answer (default {H.BREAKER_AFTER}; 0: never)")
+                   help=f"stop after N consecutive requests without an answer (default {H.BREAKER_AFTER}; 0: never)")
     p.add_argument("--trials", type=int, default=1, help="answers per test, for pass^k / pass@k (default 1)")
     p.add_argument("--concurrency", type=int, default=8, help="requests in flight at once (default 8)")
     p.add_argument("--threshold", type=float, default=0.55, help="reply similarity threshold (lexical F1)")
@@ -127,7 +127,8 @@ def _setup(args, err: TextIO):
     agent = HttpAgent(url=args.agent_url, kind=args.agent_kind, model=args.model, system_prompt=system_prompt,
                       knowledge=args.knowledge, release=release.label,
                       headers=auth_headers(args.auth_header, secret), timeout=args.timeout,
-                      retries=max(0, args.retries), concurrency=max(1, args.concurrency))
+                      retries=max(0, args.retries), concurrency=max(1, args.concurrency),
+                      breaker=H.Breaker(max(0, args.breaker)))
     return thresholds, release, baseline, limit, agent
 
 
@@ -143,7 +144,7 @@ def _main(argv: list[str] | None, out: TextIO, err: TextIO) -> int:
         err.write(f"{release.label}: {len(tests)} tests x {args.trials} trial(s) -> {args.agent_url} "
                   f"({args.agent_kind}, concurrency {agent.concurrency})\n")
     started = time.monotonic()
-    breaker = core.Breaker(max(0, args.breaker))
+    breaker = agent.breaker
     records = core.evaluate(tests, agent.ask, threshold=args.threshold, concurrency=agent.concurrency,
                             progress=None if args.quiet else Progress(err), prepare=release.with_workflow,
                             trials=args.trials, breaker=breaker)

@@ -6,13 +6,13 @@ metric flag, the reason when wrong. The records are what the JSON report, the JU
 regression gates read, so `manage.py evaluate` can build the same records from its database rows
 and share the gates. A test without an answer (an outage: evaluation/reader.py) is unanswered
 (predicted type ``failed``); :mod:`evaluation.run_health` decides whether the run measured the
-agent at all, and a circuit breaker stops asking after consecutive outages.
+agent at all, and a circuit breaker (run_health.Breaker) stops asking after consecutive failed
+requests.
 """
 from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 import unicodedata
 from collections import Counter
@@ -105,41 +105,26 @@ def failure_message(record: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- running
 
 
-class Breaker:
-    """Stops asking after `after` consecutive outages (0: never). Thread-safe."""
-
-    def __init__(self, after: int = H.BREAKER_AFTER) -> None:
-        self.after, self.run, self.tripped = after, 0, ""
-        self._lock = threading.Lock()
-
-    def saw(self, action: dict[str, Any]) -> None:
-        with self._lock:
-            self.run = self.run + 1 if R.is_outage(action) else 0
-            if self.after and self.run >= self.after and not self.tripped:
-                self.tripped = H.breaker_message(self.run, str(action.get("reason", "")))
-
-
 def evaluate(tests: list[dict[str, Any]], ask: Callable[[dict[str, Any]], Any], *, threshold: float = 0.55,
              concurrency: int = 8, progress: Callable[[int, int], None] | None = None,
              prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None, trials: int = 1,
-             breaker: Breaker | None = None) -> list[dict[str, Any]]:
+             breaker: H.Breaker | None = None) -> list[dict[str, Any]]:
     """Ask `ask(data)` (returns an object with .action, .raw, .latency_ms) for every test and trial
-    on `concurrency` threads; records come back in the order of `tests`, trial by trial. Once the
-    breaker trips, the tests not yet asked are recorded unanswered without asking."""
+    on `concurrency` threads; records come back in the order of `tests`, trial by trial. Once
+    `breaker` (the one the agent's requests report to) trips, the tests not yet asked are recorded
+    unanswered without asking."""
     jobs = [(i, t) for t in range(max(1, trials)) for i in range(len(tests))]
     records: list[dict[str, Any] | None] = [None] * len(jobs)
-    breaker = breaker or Breaker(0)
     done = 0
 
     def one(j: int) -> int:
         i, trial = jobs[j]
         data = tests[i]
-        if breaker.tripped:
+        if breaker is not None and breaker.tripped:
             action, raw, latency = R.outage(f"not asked: {breaker.tripped}"), "", 0
         else:
             reply = ask(prepare(data) if prepare else data)
             action, raw, latency = reply.action, reply.raw, reply.latency_ms
-            breaker.saw(action)
         records[j] = record_for(data, action, threshold=threshold, raw=raw, latency_ms=latency, trial=trial)
         return j
 
