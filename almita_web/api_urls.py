@@ -5,8 +5,9 @@ from rest_framework.routers import DefaultRouter
 
 from almita_web.api.common import role_permission
 from almita_web.api.docs import ANY_ROLE, SchemaView, api_docs
-from curation import api as curation_api
-from curation import loop_api
+from curation.loop import api as loop_api
+from curation.releases import api as release_api
+from curation.reviews import api as review_api
 from evaluation import api as evaluation_api
 from generation import api as generation_api
 from generation.import_api import ImportView
@@ -33,8 +34,8 @@ router.register("paths", generation_api.SampledPathViewSet, basename="path")
 router.register("conversations", generation_api.ConversationViewSet, basename="conversation")
 router.register("tests", generation_api.TestViewSet, basename="test")
 router.register("jobs", generation_api.JobViewSet, basename="job")
-router.register("reviews", curation_api.ReviewViewSet, basename="review")
-router.register("releases", curation_api.ReleaseViewSet, basename="release")
+router.register("reviews", review_api.ReviewViewSet, basename="review")
+router.register("releases", release_api.ReleaseViewSet, basename="release")
 router.register("evaluation-runs", evaluation_api.EvaluationRunViewSet, basename="evaluationrun")
 router.register("agents", evaluation_api.AgentViewSet, basename="agent")
 router.register("session-runs", evaluation_api.SessionRunViewSet, basename="sessionrun")

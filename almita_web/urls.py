@@ -16,7 +16,7 @@ urlpatterns = [
     path("admin/", admin_site.urls),
     path("generation/", include("generation.urls")),
     path("curation/", include("curation.urls")),
-    path("datasets/", include("curation.release_urls")),
+    path("datasets/", include("curation.releases.urls")),
     path("evaluation/", include("evaluation.urls")),
     path("api/", include("almita_web.api_urls")),
     path("webhooks/", include("webhooks.urls")),

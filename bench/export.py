@@ -9,11 +9,11 @@ procedure text of ~300 words, four APIs, contexts growing along 7 tests per conv
 stored CSV record), fed through the same writer functions the download views and `export_release`
 use, written to a temporary file:
 
-* JSONL download: stored JSON text → curation.exports.jsonl_chunks (what tests.jsonl streams);
+* JSONL download: stored JSON text → curation.releases.exports.jsonl_chunks (what tests.jsonl streams);
 * CSV download: stored CSV records → csv_line_chunks (what tests.csv streams);
 * CSV rendering: decoded rows → csv_chunks / CsvLineMaker, the work release_create does once per
   test; with --db, the download's fallback for format-1 releases without stored records
-  (curation.format1_csv.rendered_csv_chunks: the stored row text cut apart, per-row decode only
+  (curation.releases.format1_csv.rendered_csv_chunks: the stored row text cut apart, per-row decode only
   for rows it cannot prove).
 
 With --db the rows are first inserted into a release of a throwaway SQLite database (tables built
@@ -129,7 +129,7 @@ def synthetic_text_rows(n: int):
 
 def synthetic_csv_lines(n: int):
     """The rows' CSV records as release_create stores them (ReleaseTest.csv_line)."""
-    from curation.exports import CsvLineMaker
+    from curation.releases.exports import CsvLineMaker
 
     make = CsvLineMaker()
     pool = [make(d).split(",", 2)[2] for d in synthetic_rows(64 * 7)]  # everything after the two ids
@@ -162,14 +162,13 @@ def run(label: str, chunks, n: int, out: Path) -> None:
 
 def fill_db(n: int):
     """Freeze n synthetic rows into a release of a fresh database."""
+    from django.apps import apps
+    from django.conf import settings
     from django.core.management import call_command
     from django.db import connection, transaction
 
-    from curation.exports import CSV_COLUMNS
     from curation.models import Release, ReleaseRecord, ReleaseTest
-
-    from django.apps import apps
-    from django.conf import settings
+    from curation.releases.exports import CSV_COLUMNS
 
     # Tables straight from the models, as the test suite does (--nomigrations).
     settings.MIGRATION_MODULES = {cfg.label: None for cfg in apps.get_app_configs()}
@@ -205,9 +204,9 @@ def fill_db_slim(n: int):
     procedure and their context's length, the procedure, intent and conversation records once."""
     from django.db import connection, transaction
 
-    from curation.csv_render import _ENCODE, CsvLineMaker
     from curation.models import Release, ReleaseRecord, ReleaseTest
-    from curation.release_rows import PIECE_KEYS, csv_cell
+    from curation.releases.csv_render import _ENCODE, CsvLineMaker
+    from curation.releases.rows import PIECE_KEYS, csv_cell
 
     start = time.perf_counter()
     pool, make = [], CsvLineMaker()
@@ -263,7 +262,7 @@ def fill_db_slim(n: int):
 
 
 def CSV_COLUMNS_N():
-    from curation.exports import CSV_COLUMNS
+    from curation.releases.exports import CSV_COLUMNS
 
     return CSV_COLUMNS
 
@@ -277,9 +276,15 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="almita-bench-") as tmp:
         setup_django(tmp)
-        from curation.exports import csv_chunks, csv_line_chunks, hf_sources, jsonl_chunks, release_csv, \
-            release_rows_raw
-        from curation.format1_csv import rendered_csv_chunks
+        from curation.releases.exports import (
+            csv_chunks,
+            csv_line_chunks,
+            hf_sources,
+            jsonl_chunks,
+            release_csv,
+            release_rows_raw,
+        )
+        from curation.releases.format1_csv import rendered_csv_chunks
 
         tmpdir = Path(tmp)
         print(f"baseline peak RSS after Django setup: {peak_rss_mb():.1f} MB")

@@ -52,10 +52,11 @@ def load(*, lineages: int, annotators: int, render_svg: bool = True, password: s
     ``render_svg``: draw each flowgraph's SVG now (cached on the row, as in steady use); without
     it the first view of each item runs Graphviz. bench/review_http.py loads its data with this.
     """
-    from almita_web.roles import ANNOTATOR, assign_roles
-    from curation.lineage import items_sync
-    from curation.present import cached_svg
     from django.contrib.auth.models import User
+
+    from almita_web.roles import ANNOTATOR, assign_roles
+    from curation.reviews.lineage import items_sync
+    from curation.reviews.present import cached_svg
     from generation.models import Flowgraph
     from tests.curation.factories import build_lineage
 
@@ -90,7 +91,7 @@ def worker(username: str, stage: str, max_items: int, think: float, queue: mp.Qu
     from django.contrib.auth.models import User
     from django.test import Client
 
-    from curation import services
+    from curation.reviews import services
 
     user = User.objects.get(username=username)
     client = Client()

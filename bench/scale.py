@@ -86,8 +86,8 @@ def measure(n: int, repeat: int, release_only: bool = False) -> dict[str, list[f
     from django.test import Client
 
     from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, assign_roles
-    from curation import services
     from curation.models import Claim, ReviewItem, ReviewStage
+    from curation.reviews import services
 
     annotators = []
     for i in range(ANNOTATORS):
@@ -165,7 +165,7 @@ def release_runs(times: dict[str, list[float]], boss, n_tests: int) -> None:
     from django.db import connection
 
     from curation.models import Release, ReleaseKind
-    from curation.releases import release_create
+    from curation.releases.services import release_create
 
     name = f"release automatic ({n_tests} tests)"
     for _ in range(RELEASE_REPEAT):

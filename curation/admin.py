@@ -11,7 +11,7 @@ class ReviewItemAdmin(RoleModelAdmin):
     list_display = ("id", "stage", "object_id", "state", "decision", "review_count", "required_reviews",
                     "has_warnings", "excluded")
     list_filter = ("stage", "state", "decision", "has_warnings", "excluded")
-    # Counters and decisions move only through curation.services, which keep them consistent.
+    # Counters and decisions move only through curation.reviews.services, which keep them consistent.
     readonly_fields = ("review_count", "state", "decision", "decided_at", "excluded")
 
 
@@ -69,4 +69,26 @@ class ReleaseRecordAdmin(RoleModelAdmin):
     list_display = ("release", "kind", "object_id")
     list_filter = ("release", "kind")
 
-from curation import annotation_admin  # noqa: E402,F401  (issue #16 models)
+
+# Issue #16's rows: flags, review metadata, gold items, guideline versions.
+@admin.register(m.Flag, site=site)
+class FlagAdmin(RoleModelAdmin):
+    list_display = ("review", "kind", "target", "reason")
+    list_filter = ("kind", "reason")
+
+
+@admin.register(m.ReviewMeta, site=site)
+class ReviewMetaAdmin(RoleModelAdmin):
+    list_display = ("review", "seconds", "guideline_version")
+
+
+@admin.register(m.GoldItem, site=site)
+class GoldItemAdmin(RoleModelAdmin):
+    list_display = ("item", "expected", "origin", "mutation", "created_at")
+    list_filter = ("origin", "expected")
+
+
+@admin.register(m.GuidelineVersion, site=site)
+class GuidelineVersionAdmin(RoleModelAdmin):
+    list_display = ("stage", "version", "created_by", "created_at")
+    list_filter = ("stage",)

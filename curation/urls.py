@@ -1,6 +1,9 @@
 from django.urls import path
 
-from curation import analytics_views, explorer_views, gold_views, guideline_views, loop_views, views
+from curation.agreement import views as analytics_views
+from curation.guidance import gold_views, guideline_views
+from curation.loop import views as loop_views
+from curation.reviews import explorer_views, views
 
 app_name = "curation"
 urlpatterns = [

@@ -1,14 +1,14 @@
 """The portable release file (the runner's input): the release's tests.jsonl with a metadata
 header and the workflows the tests refer to. Format: evaluation/runner/release_file.py and
-docs/agent-protocol.md. Streams, like the other downloads (curation.exports)."""
+docs/agent-protocol.md. Streams, like the other downloads (curation.releases.exports)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from curation.exports import jsonl_chunks, release_rows_raw, write_chunks
 from curation.models import Release
+from curation.releases.services import jsonl_chunks, release_rows_raw, write_chunks
 from evaluation.runner.release_file import FLOWGRAPH_KEY, FORMAT, HEADER_KEY
 
 

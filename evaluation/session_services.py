@@ -19,7 +19,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from curation.models import Release
-from curation.release_rows import release_test_rows
+from curation.releases.services import release_test_rows
 from evaluation import metrics as M
 from evaluation import reader as R
 from evaluation import sessions as SS

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from almita_web.roles import RESEARCHER, role_required
-from curation.exports import spreadsheet_safe
+from curation.releases.services import spreadsheet_safe
 from evaluation import charts, services, session_services
 from evaluation import metrics as M
 from evaluation import sessions as SS

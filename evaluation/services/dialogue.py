@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 
 from curation.models import ReleaseTest
-from curation.release_rows import release_test_row, release_test_rows
+from curation.releases.services import release_test_row, release_test_rows
 from evaluation import dialogue_actions as DA
 from evaluation import dst as D
 from evaluation.agents import PROMPT_TEMPLATE, build_messages

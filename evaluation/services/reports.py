@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import Count, Q
 
 from curation.models import Release
-from curation.release_rows import release_test_rows
+from curation.releases.services import release_test_rows
 from evaluation import metrics as M
 from evaluation import run_health as H
 from evaluation import similarity as S
@@ -15,6 +15,7 @@ from evaluation import trials as T
 from evaluation.models import EvaluationRun, ResultState, RunStatus
 from evaluation.services.common import BOOTSTRAP_SAMPLES, EvaluationError
 from evaluation.services.dialogue import dialogue_sections
+
 
 def _groups_for(entries: list[tuple[int, int, int, dict]]) -> dict[int, dict[str, list[str]]]:
     """entry pk -> {"noise": [...], "stage": [...]} for the breakdowns."""

@@ -19,19 +19,17 @@ from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
-from evaluation.agent_kinds import lanes_for  # issue #18: an HTTP agent caps the run's lanes
-
 from curation.models import Release
-from curation.release_rows import release_test_row
+from curation.releases.services import release_test_row
 from evaluation import metrics as M
 from evaluation import reader as R
 from evaluation import run_health as H
 from evaluation import similarity as S
+from evaluation.agent_kinds import lanes_for  # issue #18: an HTTP agent caps the run's lanes
 from evaluation.models import Agent, AgentMode, EvaluationRun, ResultState, RunStatus, TestResult
 from evaluation.services.agents import agent_answer
 from evaluation.services.common import BOOTSTRAP_SAMPLES, EvaluationError
 from evaluation.services.dialogue import agent_state
-from generation.pipeline.dialogue_actions import answer_action
 from evaluation.services.lifecycle import (
     cancel_run,
     claim_pending,
@@ -42,6 +40,7 @@ from evaluation.services.lifecycle import (
     start_run,
 )
 from evaluation.services.reports import run_report
+from generation.pipeline.dialogue_actions import answer_action
 
 MAX_TRIALS = 20
 # The kinds whose sampling temperature the product sets; an HTTP agent samples as it does.

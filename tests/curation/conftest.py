@@ -4,8 +4,8 @@ import pytest
 from django.core.cache import cache
 
 from almita_web.roles import ANNOTATOR
-from curation.guidelines import reset_guide_cache
-from curation.lineage import reset_sync_throttle
+from curation.guidance.guidelines import reset_guide_cache
+from curation.reviews.lineage import reset_sync_throttle
 from tests.conftest import make_user
 from tests.curation.factories import build_lineage
 

@@ -10,10 +10,11 @@ from collections import Counter, defaultdict
 
 from django.utils import timezone
 
-from curation import queue, services
-from curation.lineage import STAGE_MODELS, ancestors
+from curation.agreement import services as agreement
 from curation.models import Claim, ItemState, Release, Review, ReviewItem, ReviewStage, Verdict
-from curation.state import Effective, effective_of
+from curation.reviews import queue, services
+from curation.reviews.lineage import STAGE_MODELS, ancestors
+from curation.reviews.state import Effective, effective_of
 from generation.models import CurationStatus, Test
 
 STATUS_OF = {Effective.ACCEPTED: CurationStatus.ACCEPTED, Effective.REJECTED: CurationStatus.REJECTED,
@@ -72,7 +73,7 @@ def check_all(annotators, release: Release | None = None) -> None:
         else:
             c[{Effective.AWAITING: "disagreement", Effective.ACCEPTED: "accepted", Effective.REJECTED: "rejected",
                Effective.EXCLUDED: "excluded"}[e]] += 1
-    for row in services.stage_funnel():
+    for row in agreement.stage_funnel():
         want = expected[row["stage"]]
         for key in ("items", "unreviewed", "partial", "disagreement", "accepted", "rejected", "excluded"):
             assert row[key] == want[key], (row["stage"], key, row[key], want[key])
@@ -81,7 +82,7 @@ def check_all(annotators, release: Release | None = None) -> None:
 
     # Per-annotator progress equals the review rows.
     progress = Counter()
-    for row in services.annotator_progress():
+    for row in agreement.annotator_progress():
         progress[(row["annotator"], row["stage"], "reviews")] += row["reviews"]
         progress[(row["annotator"], row["stage"], "accepts")] += row["accepts"]
     names = {u.pk: u.username for u in annotators}
@@ -95,7 +96,7 @@ def check_all(annotators, release: Release | None = None) -> None:
     # Agreement counts: complete items and their reviews.
     for stage in ReviewStage.values:
         complete = [i for i in items.values() if i.stage == stage and i.state != ItemState.OPEN]
-        figures = services.agreement_for_stage(stage)
+        figures = agreement.agreement_for_stage(stage)
         assert figures["items"] == len(complete)
         assert figures["reviews"] == sum(len(per_item[i.pk]) for i in complete)
 

@@ -17,9 +17,9 @@ def main(user_id: int, seed: int, steps: int) -> int:
     from django.db import OperationalError
 
     from almita_web.roles import ADJUDICATOR, has_role
-    from curation import services
-    from curation.guidelines import reason_codes
+    from curation.guidance.guidelines import reason_codes
     from curation.models import ItemState, ReviewItem, ReviewStage
+    from curation.reviews import services
 
     user = User.objects.get(pk=user_id)
     rng = random.Random(seed)

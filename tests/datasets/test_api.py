@@ -9,7 +9,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from curation.models import ItemState, Review, ReviewItem, ReviewStage, Verdict
-from curation.releases import release_create
+from curation.releases.services import release_create
 from generation.models import Conversation, GenerationJob, Intent, Test
 from tests.datasets.conftest import accept_all
 

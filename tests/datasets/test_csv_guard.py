@@ -8,8 +8,8 @@ import io
 import pytest
 from django.core.management import call_command
 
-from curation.exports import formula_safe, spreadsheet_safe
-from curation.releases import release_create
+from curation.releases.exports import formula_safe, spreadsheet_safe
+from curation.releases.services import release_create
 from generation.models import Intent, Procedure, Test
 from tests.datasets.conftest import accept_all
 
@@ -50,7 +50,7 @@ def test_release_csv_download_and_export_are_guarded(imported, researcher, tmp_p
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_guarded_rows_and_csv_stream_quote_every_formula_start(text):
-    from curation.csv_render import csv_stream, guarded
+    from curation.releases.csv_render import csv_stream, guarded
 
     rows = [("plain", 1, None), (text, 2, "ok"), ("x", 3, text)]
     assert list(guarded(rows)) == [("plain", 1, None), ["'" + text, 2, "ok"], ["x", 3, "'" + text]]

@@ -1,4 +1,4 @@
-"""tests.csv rendered from format 1 rows (curation.format1_csv): the text-cutting fast path gives
+"""tests.csv rendered from format 1 rows (curation.releases.format1_csv): the text-cutting fast path gives
 byte-for-byte the CSV of the per-row path (release_rows_slim + CsvLineMaker) on random rows with
 hostile text, on SQLite and on PostgreSQL, and rows it cannot prove take the per-row path."""
 from __future__ import annotations
@@ -10,13 +10,13 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from curation.csv_render import CsvLineMaker, csv_chunks
-from curation.exports import release_csv
-from curation.format1_csv import FastCsvLines, rendered_csv_chunks
-from curation.format1_rows import format1_texts, release_rows_slim
 from curation.models import Release, ReleaseRecord, ReleaseTest
-from curation.release_freeze import canonical_text
-from curation.release_rows import plain_rows
+from curation.releases.csv_render import CsvLineMaker, csv_chunks
+from curation.releases.exports import release_csv
+from curation.releases.format1_csv import FastCsvLines, rendered_csv_chunks
+from curation.releases.format1_rows import format1_texts, release_rows_slim
+from curation.releases.freeze import canonical_text
+from curation.releases.rows import plain_rows
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import pytest
 from django.db import connections
 
 from generation.models import Api
-from tests.curation.test_browser import ARGS, CHROMIUM, login  # noqa: F401  (browser fixture below)
+from tests.curation.reviews.test_browser import ARGS, CHROMIUM, login  # noqa: F401  (browser fixture below)
 from tests.datasets.test_flowbench_imports import MALFORMED_CHART, _release_with_chart
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium missing")]

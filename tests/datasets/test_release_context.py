@@ -13,11 +13,11 @@ from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from curation.loop import card_lines
+from curation.loop.services import card_lines
 from curation.models import ReleaseKind
-from curation.release_freeze import _json, _scan_items
-from curation.release_rows import raw_rows, release_test_rows
-from curation.releases import release_create, release_verify
+from curation.releases.freeze import _json, _scan_items
+from curation.releases.rows import raw_rows, release_test_rows
+from curation.releases.services import release_create, release_verify
 from generation.models import Conversation, Test
 from tests.curation.factories import build_lineage
 from tests.datasets.test_release_format2 import assert_same_outputs

@@ -12,12 +12,12 @@ from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from curation.csv_render import CsvLineMaker
-from curation.exports import BUNDLES, file_sources, hf_sources, zip_chunks
 from curation.models import Release, ReleaseKind, ReleaseRecord, ReleaseTest
-from curation.release_freeze import canonical_text
-from curation.release_rows import release_test_row, release_test_rows
-from curation.releases import release_create, release_verify
+from curation.releases.csv_render import CsvLineMaker
+from curation.releases.exports import BUNDLES, file_sources, hf_sources, zip_chunks
+from curation.releases.freeze import canonical_text
+from curation.releases.rows import release_test_row, release_test_rows
+from curation.releases.services import release_create, release_verify
 from generation.models import Api, Conversation, Intent, Procedure, SampledPath, Test
 from tests.curation.factories import build_lineage
 from tests.datasets.test_release_freeze import expected_rows
@@ -156,8 +156,9 @@ def test_old_format_releases_still_download_and_verify():
     build_lineage(conversations=3)
     release = release_create(name="new", kind=ReleaseKind.AUTOMATIC)
     twin = format1_twin(release, expected_rows(Test.objects.all()))
-    from curation.releases import canonical
     import hashlib
+
+    from curation.releases.services import canonical
 
     # The format 1 hash: whole rows' canonical JSON, then the records, batch by batch.
     digest = hashlib.sha256()
@@ -261,7 +262,7 @@ def test_query_counts_do_not_depend_on_the_size():
 
 
 def test_a_failed_background_write_fails_the_release_and_leaves_nothing(monkeypatch):
-    from curation import release_writer
+    from curation.releases import writer as release_writer
 
     build_lineage(conversations=2)
 

@@ -9,10 +9,10 @@ from django.db import connection
 from django.db.models import Count
 from django.test.utils import CaptureQueriesContext
 
-from curation.csv_render import CsvLineMaker
 from curation.models import ReleaseKind, ReleaseTest
-from curation.release_freeze import canonical_text
-from curation.releases import release_create, release_verify
+from curation.releases.csv_render import CsvLineMaker
+from curation.releases.freeze import canonical_text
+from curation.releases.services import release_create, release_verify
 from generation.imports import api_row_to_dict, conversation_record, path_record
 from generation.models import Conversation, CurationStatus, SampledPath, Test
 from tests.curation.factories import build_lineage
@@ -62,7 +62,7 @@ def expected_rows(tests) -> list[dict]:
 
 
 def test_frozen_rows_equal_the_per_test_construction(researcher):
-    from curation.release_rows import PIECE_KEYS, csv_lines, records, release_test_rows
+    from curation.releases.rows import PIECE_KEYS, csv_lines, records, release_test_rows
 
     build_lineage(conversations=3)
     build_lineage(conversations=2, seed=4)
@@ -132,8 +132,8 @@ def test_curated_release_is_exactly_the_accepted_non_excluded_tests(researcher):
 
 
 def test_slim_rows_decode_contexts_that_extend_the_previous_one_exactly():
-    from curation.exports import release_rows, release_rows_slim
     from curation.models import Release, ReleaseRecord
+    from curation.releases.exports import release_rows, release_rows_slim
 
     release = Release.objects.create(name="ctx", version=1, content_hash="-", manifest={})
     ReleaseRecord.objects.create(release=release, kind="procedure", object_id=1,
@@ -150,8 +150,8 @@ def test_slim_rows_decode_contexts_that_extend_the_previous_one_exactly():
 def test_slim_rows_of_canonical_text_decode_the_leading_context_exactly():
     """Format 1 rows as release_create stored them (canonical text, "context" first): SQLite's
     slim reader decodes a context that extends the previous one from its new items only."""
-    from curation.exports import release_rows, release_rows_slim
     from curation.models import Release, ReleaseRecord
+    from curation.releases.exports import release_rows, release_rows_slim
 
     release = Release.objects.create(name="ctx", version=1, content_hash="-", manifest={})
     ReleaseRecord.objects.create(release=release, kind="procedure", object_id=1,

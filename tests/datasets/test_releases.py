@@ -9,13 +9,20 @@ import zipfile
 import pytest
 from django.core.management import call_command
 
-from curation.exports import export_release, file_sources, zip_chunks, BUNDLES
 from curation.models import Release, ReleaseKind, ReleaseTest
-from curation.release_rows import release_test_row
-from curation.releases import ReleaseError, iter_entries, release_create, release_find, release_verify
+from curation.releases.exports import BUNDLES, export_release, file_sources, zip_chunks
+from curation.releases.rows import release_test_row
+from curation.releases.services import ReleaseError, iter_entries, release_create, release_find, release_verify
 from generation.imports import items_import
 from generation.models import (
-    Conversation, ConversationGraph, CurationStatus, Flowgraph, Intent, Procedure, SampledPath, Test,
+    Conversation,
+    ConversationGraph,
+    CurationStatus,
+    Flowgraph,
+    Intent,
+    Procedure,
+    SampledPath,
+    Test,
 )
 from tests.datasets.builders import document
 from tests.datasets.conftest import accept_all
@@ -202,9 +209,11 @@ def test_export_command_and_zip_bundles(imported, researcher, tmp_path):
 
 # --- the hand-written writers agree with the standard library -------------------------------------
 
-from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from curation.exports import CSV_COLUMNS, _ENCODE, csv_chunks, formula_safe, jsonl_chunks  # noqa: E402
+from curation.releases.exports import _ENCODE, CSV_COLUMNS, csv_chunks, formula_safe, jsonl_chunks  # noqa: E402
 
 nasty = st.text(alphabet=st.sampled_from(list('ab ,"\n\r\'\\é\t{}[]') + ["\u2028", "😀"]), max_size=12)
 message = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "api", "api_output"]),
@@ -285,7 +294,7 @@ def test_card_agreement_comes_from_the_reviews(imported, researcher, annotator_a
 
 @pytest.mark.django_db
 def test_slim_rows_equal_the_frozen_rows(imported, researcher):
-    from curation.exports import release_rows, release_rows_slim
+    from curation.releases.exports import release_rows, release_rows_slim
 
     release = release_create(name="slim", kind="automatic", filters={}, created_by=researcher)
     full = list(release_rows(release))
@@ -294,7 +303,7 @@ def test_slim_rows_equal_the_frozen_rows(imported, researcher):
 
 @pytest.mark.django_db
 def test_stored_csv_records_equal_rendering_the_rows(imported, researcher):
-    from curation.exports import csv_chunks, release_csv, release_rows
+    from curation.releases.exports import csv_chunks, release_csv, release_rows
 
     release = release_create(name="csv lines", kind="automatic", filters={}, created_by=researcher)
     assert release.manifest["csv_lines"] is True
@@ -310,7 +319,7 @@ def test_downloads_read_a_release_in_index_order_without_sorting(imported, resea
     million ~4 KB rows first made the downloads slower than the 50,000 rows/s target."""
     from django.db import connection
 
-    from curation.exports import release_csv, release_entries, release_rows
+    from curation.releases.exports import release_csv, release_entries, release_rows
 
     release = release_create(name="ordered", kind="automatic", filters={}, created_by=researcher)
     rows = list(release_rows(release))

@@ -8,7 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from curation.models import Release
-from curation.releases import release_create
+from curation.releases.services import release_create
 from generation.models import Intent, Procedure
 from tests.datasets.builders import document
 from tests.datasets.conftest import accept_all

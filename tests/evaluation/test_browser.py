@@ -9,7 +9,7 @@ from django.db import connections
 
 from evaluation import services
 from evaluation.models import EvaluationRun, RunStatus
-from tests.curation.test_browser import CHROMIUM, browser, login  # noqa: F401 - fixture
+from tests.curation.reviews.test_browser import CHROMIUM, browser, login  # noqa: F401 - fixture
 from tests.evaluation.conftest import make_release
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,

@@ -12,9 +12,9 @@ from evaluation import services
 from evaluation.models import AgentMode
 from evaluation.services import lifecycle
 from generation.models import Api, Intent, Procedure
-from tests.curation.test_browser import CHROMIUM, browser, login  # noqa: F401 - fixture
-from tests.evaluation.test_dialogue_and_trials import PLAN, TRIAL_TESTS
+from tests.curation.reviews.test_browser import CHROMIUM, browser, login  # noqa: F401 - fixture
 from tests.evaluation.conftest import make_release, which_test
+from tests.evaluation.test_dialogue_and_trials import PLAN, TRIAL_TESTS
 from tests.fake_openai import Reply, fake_openai, openai_settings  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,

@@ -1,13 +1,13 @@
 """Evaluation on a format 2 (slim) release: every service reads whole rows through
-curation.release_rows, so a run, its report, DST gold states, session tasks and the release page
+curation.releases.rows, so a run, its report, DST gold states, session tasks and the release page
 preview are what the same release stored whole (format 1) gives."""
 from __future__ import annotations
 
 import pytest
 
-from curation.release_preview import release_preview
-from curation.release_rows import release_test_row, release_test_rows
-from curation.releases import release_create
+from curation.releases.preview import release_preview
+from curation.releases.rows import release_test_row, release_test_rows
+from curation.releases.services import release_create
 from evaluation import services
 from evaluation.services.dialogue import conversation_gold_states
 from evaluation.session_services import _tasks_for

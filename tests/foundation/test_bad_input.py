@@ -58,7 +58,7 @@ def _fields(html: str) -> set[str]:
 
 @pytest.mark.django_db
 def test_no_page_or_endpoint_answers_500_to_bad_numbers(personas):
-    from curation import services
+    from curation.reviews import services
     from tests.curation.factories import build_lineage
 
     build_lineage(conversations=2)

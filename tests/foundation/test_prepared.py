@@ -51,19 +51,19 @@ def test_a_statement_is_prepared_once_per_session_and_gives_the_same_rows():
 @pg_only
 @pytest.mark.django_db
 def test_writes_report_their_row_counts_and_returning_values():
-    from curation import hot_sql
     from curation.models import AuditEvent
+    from curation.reviews import writes
 
     user = User.objects.create_user("writer")
-    pk = hot_sql.insert(AuditEvent, actor=user.pk, action="claim", item=None, before={"a": [1, "x'%s"]},
+    pk = writes.insert(AuditEvent, actor=user.pk, action="claim", item=None, before={"a": [1, "x'%s"]},
                         after={}, at=user.date_joined)
     event = AuditEvent.objects.get(pk=pk)
     assert event.before == {"a": [1, "x'%s"]} and event.actor_id == user.pk
-    assert hot_sql.update(AuditEvent, pk, action="verdict") == 1
-    assert hot_sql.update(AuditEvent, pk + 1000, action="verdict") == 0
+    assert writes.update(AuditEvent, pk, action="verdict") == 1
+    assert writes.update(AuditEvent, pk + 1000, action="verdict") == 0
     assert AuditEvent.objects.get(pk=pk).action == "verdict"
-    assert hot_sql.delete(AuditEvent, id=pk) == 1
-    assert hot_sql.delete(AuditEvent, id=pk) == 0
+    assert writes.delete(AuditEvent, id=pk) == 1
+    assert writes.delete(AuditEvent, id=pk) == 0
     assert any("INSERT INTO" in text and "$1" in text for text in _ours().values())
 
 

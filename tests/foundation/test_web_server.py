@@ -128,14 +128,14 @@ def test_a_worker_sets_itself_up_and_keeps_the_process_environment_from_django(t
     reaches Django without the process's own variables (SECRET_KEY, DATABASE_URL), with its own."""
     code = (
         "import gc, json, os, sys;"
-        "before = ('curation.views' in sys.modules, gc.get_freeze_count());"
+        "before = ('curation.reviews.views' in sys.modules, gc.get_freeze_count());"
         "from almita_web import production;"
         "seen = [];"
         "production.django_application = lambda environ, start: (seen.append(environ), start('200 OK', []), [b''])[2];"
         "headers = [];"
         "production.application({**os.environ, 'PATH_INFO': '/x', 'REQUEST_METHOD': 'GET', 'HTTP_HOST': 'h',"
         " 'wsgi.url_scheme': 'http'}, lambda status, h, exc_info=None: headers.extend(h));"
-        "print(json.dumps({'before': before, 'imported': 'curation.views' in sys.modules,"
+        "print(json.dumps({'before': before, 'imported': 'curation.reviews.views' in sys.modules,"
         " 'frozen': gc.get_freeze_count(), 'tracked': len(gc.get_objects()), 'switch': sys.getswitchinterval(),"
         " 'keys': sorted(seen[0]), 'headers': headers}))"
     )

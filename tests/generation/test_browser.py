@@ -10,7 +10,7 @@ from django.db import connections
 from generation import llm, services
 from generation.llm import accounting
 from generation.models import LLMCall, StageProgress
-from tests.curation.test_browser import CHROMIUM, browser, login  # noqa: F401 - the browser fixture
+from tests.curation.reviews.test_browser import CHROMIUM, browser, login  # noqa: F401 - the browser fixture
 from tests.fake_openai import Reply, fail_then_repair, point_settings_at
 from tests.generation.scripts import BAD_FLOWGRAPH, JOB_CONFIG, MARKERS, StageScript
 

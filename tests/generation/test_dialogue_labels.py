@@ -8,9 +8,9 @@ import io
 import pytest
 from django.template.loader import render_to_string
 
-from curation.exports import CSV_COLUMNS, CsvLineMaker
-from curation.present import turns_with_actions
-from curation import releases
+from curation.releases import services as releases
+from curation.releases.exports import CSV_COLUMNS, CsvLineMaker
+from curation.reviews.present import turns_with_actions
 from generation import services
 from generation.models import Conversation, Test
 from generation.pipeline.dialogue_actions import ACTIONS, answer_action, label_turns
@@ -31,7 +31,7 @@ def test_generated_tests_and_turns_carry_their_actions(settings, fake_openai):
     for conv in Conversation.objects.filter(job=job):
         assert conv.turn_actions == label_turns(conv.messages) and len(conv.turn_actions) == len(conv.messages)
     release = releases.release_create(name="actions", kind="automatic")
-    from curation.release_rows import csv_lines, release_test_rows
+    from curation.releases.rows import csv_lines, release_test_rows
 
     entries = list(zip(release_test_rows(release), csv_lines(release)))
     assert entries

@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from curation.models import Claim, ReviewItem, ReviewStage
-from curation.services import items_sync, review_submit
+from curation.reviews.services import items_sync, review_submit
 from generation import models as g
 from generation.pipeline.convert import flowgraph_to_conversation_graph
 from generation.pipeline.extract import extract_tests

@@ -7,10 +7,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from curation.analytics import stage_analytics, wilson
-from curation.economics import job_economics
+from curation.agreement.analytics import stage_analytics, wilson
+from curation.agreement.economics import job_economics
 from curation.models import AuditEvent, ReviewItem, ReviewStage
-from curation.services import item_resolve
+from curation.reviews.services import item_resolve
 from generation.models import Conversation, CurationStatus, GenerationJob, LLMCall, Test
 
 from .helpers import build_graph_with_conversations, decide, item_of
@@ -104,6 +104,6 @@ def test_economics_claim_to_verdict_idle_left_out(five, annotator_a, annotator_b
     assert ReviewItem.objects.filter(pk__in=[i0.pk, i1.pk]).count() == 2
     # A query of item ids (how release_economics passes a release's items) counts the same minutes
     # as the ids themselves, the adjudicator's resolution included.
-    from curation.economics import review_minutes
+    from curation.agreement.economics import review_minutes
     by_query = review_minutes(ReviewItem.objects.filter(pk__in=[i0.pk, i1.pk]).values_list("pk", flat=True))
     assert by_query == review_minutes([i0.pk, i1.pk]) and by_query["resolutions"] == 1

@@ -9,7 +9,7 @@ from django.db import connections
 
 from curation.models import ReviewStage
 from generation.models import Conversation, GapFill, GenerationJob
-from tests.curation.test_browser import ARGS, CHROMIUM, browser, login  # noqa: F401 - fixture
+from tests.curation.reviews.test_browser import ARGS, CHROMIUM, browser, login  # noqa: F401 - fixture
 
 from .helpers import accept_lineage_above, build_graph_with_conversations, decide, item_of
 

@@ -3,7 +3,7 @@ and the prompt version and the feedback text are recorded on the job and every c
 import pytest
 from django.core.management import CommandError, call_command
 
-from curation.feedback import FeedbackError, feedback_for, regenerate_with_feedback
+from curation.loop.feedback import FeedbackError, feedback_for, regenerate_with_feedback
 from curation.models import ReviewStage
 from generation import services
 from generation.models import Conversation, ConversationGraph, LLMCall

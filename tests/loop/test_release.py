@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from curation.models import ReviewStage
-from curation.releases import release_create
+from curation.releases.services import release_create
 from generation.models import Conversation, GenerationJob
 
 from .helpers import accept_lineage_above, build_graph_with_conversations, decide, item_of

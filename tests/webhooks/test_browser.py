@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.db import connections
 
-from tests.curation.test_browser import CHROMIUM, browser, login  # noqa: F401 - fixture
+from tests.curation.reviews.test_browser import CHROMIUM, browser, login  # noqa: F401 - fixture
 from tests.webhooks.receiver import Receiver
 from webhooks import services
 from webhooks.models import Delivery

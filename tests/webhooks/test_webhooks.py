@@ -9,9 +9,9 @@ import time
 import pytest
 from django.urls import reverse
 
+from tests.webhooks.receiver import Receiver
 from webhooks import crypto, services
 from webhooks.models import Delivery, DeliveryState, Webhook
-from tests.webhooks.receiver import Receiver
 
 
 @pytest.fixture
@@ -140,13 +140,13 @@ def test_secrets_are_encrypted_at_rest_and_never_logged(db, fast_backoff, caplog
 
 def test_the_workflows_emit_their_events(db, settings, small_release_for_hooks, annotator_a, annotator_b, adjudicator,
                                          django_capture_on_commit_callbacks):
-    from curation import services as curation
     from curation.models import ReviewStage
-    from curation.releases import release_create
+    from curation.releases.services import release_create
+    from curation.reviews import services as curation
     from evaluation import services as evaluation
     from generation import services as generation
     from tests.curation.factories import build_lineage
-    from tests.curation.test_services import review
+    from tests.curation.reviews.test_services import review
     from tests.generation.test_jobs import JOB_CONFIG
 
     settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"  # the job is cancelled before any call

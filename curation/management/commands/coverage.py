@@ -5,7 +5,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from curation.loop import ScopeError, scope_report
+from curation.loop.services import ScopeError, scope_report
 from generation.coverage import format_report
 
 

@@ -5,9 +5,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from curation.exports import FORMATS, export_release
 from curation.models import Release
-from curation.releases import release_find
+from curation.releases.services import FORMATS, export_release, release_find
 
 
 class Command(BaseCommand):

@@ -5,8 +5,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from curation.loop import ScopeError, resolve_scope
-from curation.services import items_sync
+from curation.loop.services import ScopeError, resolve_scope
+from curation.reviews.services import items_sync
 from generation import gaps
 from generation.coverage import format_report, report
 from generation.models import GenerationJob, JobStatus

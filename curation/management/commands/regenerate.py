@@ -5,7 +5,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from curation.feedback import FeedbackError, regenerate_with_feedback
+from curation.loop.services import FeedbackError, regenerate_with_feedback
 from generation.models import GenerationJob, JobStatus
 from generation.services import JobConfigError, format_funnel
 

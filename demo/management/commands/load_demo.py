@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand
 
 from curation.models import Release, ReleaseKind
-from curation.releases import ReleaseError, release_create
-from curation.services import items_sync
+from curation.releases.services import ReleaseError, release_create
+from curation.reviews.services import items_sync
 from demo.loader import DEMO_USERS, demo_load
 from evaluation import services as evaluation
 from generation.models import Flowgraph

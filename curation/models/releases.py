@@ -1,0 +1,101 @@
+"""Immutable releases: a release, its frozen tests and the supporting records they name."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class ReleaseKind(models.TextChoices):
+    CURATED = "curated", "Curated (accepted items)"
+    AUTOMATIC = "automatic", "Automatic (passed automatic filters)"
+
+
+class Release(models.Model):
+    """An immutable snapshot of a curated (or automatic) dataset."""
+
+    Kind = ReleaseKind
+
+    name = models.CharField(max_length=200)
+    version = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CURATED)
+    filters = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    content_hash = models.CharField(max_length=64)
+    manifest = models.JSONField(default=dict)
+    card = models.TextField(blank=True)
+    licence = models.CharField(max_length=100, default="CC-BY-4.0")
+    # How the rows are stored (curation.release_rows): 1, every ReleaseTest row self-contained
+    # (releases made before format 2, and rows built by hand); 2, release_create's slim rows that
+    # name their procedure, whose intent, text and APIs the release's records hold once.
+    format = models.PositiveSmallIntegerField(default=1)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "version"], name="release_unique_version"),
+            models.CheckConstraint(condition=Q(kind__in=ReleaseKind.values), name="release_kind_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+# UNCHECKED_RELEASE_FK: a release's rows are written only by release_create, in the transaction
+# that creates the release row, so a database foreign key could never fail there; checking it
+# (deferred, at commit, one lookup per row) took 0.35-0.6 s of an 80,000-test release on
+# PostgreSQL. Deleting a release still deletes its rows (Django's on_delete=CASCADE).
+class ReleaseTest(models.Model):
+    """One test frozen into a release: the row's content is copied so later edits can't leak in."""
+
+    # No index of its own: the unique (release, test_id) and the order index both start with it.
+    # No database constraint either (see UNCHECKED_RELEASE_FK).
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="entries", db_index=False,
+                                db_constraint=False)
+    test_id = models.PositiveBigIntegerField()
+    conversation_id = models.PositiveBigIntegerField()
+    position = models.PositiveIntegerField()
+    # NULL: `data` is the whole row and `csv_line` the whole CSV record. Set (format 2): `data`
+    # lacks "intent", "procedure" and "apis", and `csv_line` the six cells from intent_id to apis;
+    # both come back from the release's records (curation.release_rows splices them in).
+    procedure_id = models.PositiveBigIntegerField(null=True, blank=True)
+    # Set (format 2): the context is the first `context_len` messages of the release's record of
+    # the conversation, so `data` has no "context" and `csv_line` no context cell.
+    context_len = models.PositiveIntegerField(null=True, blank=True)
+    data = models.JSONField()
+    # The test's ALMITA-style CSV record, rendered once when the release is made (releases never
+    # change), so the CSV download streams stored text like the JSONL one instead of re-encoding.
+    csv_line = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["conversation_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["release", "test_id"], name="releasetest_unique"),
+        ]
+        # Downloads and release_verify read a release in this order; without the index the
+        # database sorts every (~4 KB) row first, which dominated a million-test download.
+        indexes = [
+            models.Index(fields=["release", "conversation_id", "position", "id"], name="releasetest_order"),
+        ]
+
+
+class ReleaseRecord(models.Model):
+    """A supporting object frozen into a release (intent, procedure with APIs, graph, path,
+    conversation), in the import format's record shape, so the JSONL export of a release never
+    reads live rows."""
+
+    # No index of its own: the unique (release, kind, object_id) starts with it; no database
+    # constraint (see UNCHECKED_RELEASE_FK).
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="records", db_index=False,
+                                db_constraint=False)
+    kind = models.CharField(max_length=32)
+    object_id = models.PositiveBigIntegerField()
+    data = models.JSONField()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["release", "kind", "object_id"], name="releaserecord_unique"),
+        ]

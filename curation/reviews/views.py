@@ -1,0 +1,242 @@
+"""Curation pages: queue, review, adjudication, agreement, progress, audit log.
+
+Each view: role check → form → service → redirect. Blindness is enforced here by never putting
+another annotator's review in a context unless ``reviews_visible_to`` allows it.
+"""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, has_role, role_required
+from curation.agreement import services as agreement_services
+from curation.guidance import services as guidance
+from curation.models import AuditEvent, ItemState, ReviewItem, ReviewStage
+from curation.releases.services import csv_stream
+from curation.reviews import queue as item_queue
+from curation.reviews import services
+from curation.reviews.forms import ResolveForm, ReviewForm, SkipForm
+from curation.reviews.present import item_context, stage_fragments
+from curation.reviews.state import describe
+
+
+def _next_or_queue(request: HttpRequest, stage: str) -> HttpResponse:
+    item = services.review_claim_next(annotator=request.user, stage=stage)
+    if item is None:
+        messages.info(request, f"No more {dict(ReviewStage.choices)[stage].lower()} items for you right now.")
+        return redirect("curation:queue")
+    return redirect("curation:review", pk=item.pk)
+
+
+@require_GET
+@role_required(ANNOTATOR)
+def queue(request: HttpRequest) -> HttpResponse:
+    services.items_sync_throttled()
+    # Only the annotator's own work and what they may take: per-stage disagreement or acceptance
+    # counts would let them infer another annotator's verdict right after submitting.
+    available = agreement_services.annotator_available(annotator=request.user)
+    return render(request, "curation/queue.html", {
+        "stages": [{"stage": s, "label": label, "available": available[s]} for s, label in ReviewStage.choices],
+        "progress": agreement_services.annotator_progress(annotator=request.user),
+        "claims": services.held_claims(annotator=request.user),
+        "last_review": services.last_review(annotator=request.user),
+    })
+
+
+@require_POST
+@role_required(ANNOTATOR)
+def claim_next(request: HttpRequest, stage: str) -> HttpResponse:
+    if stage not in ReviewStage.values:
+        raise Http404("Unknown stage")
+    services.items_sync_throttled(full=False)
+    return _next_or_queue(request, stage)
+
+
+def _review_access(request: HttpRequest, item: ReviewItem, claim):
+    """(own review, claim) — or 403 when the user neither holds nor reviewed the item."""
+    # Submitting deletes the claim and undo restores it, so a claim means no own review.
+    own = None if claim else next(iter(item.reviews.filter(annotator=request.user).order_by()[:1]), None)
+    if own is None and claim is None and not has_role(request.user, ADMIN):
+        raise PermissionDenied("Take this item from the queue first.")
+    return own, claim
+
+
+@require_GET
+@role_required(ANNOTATOR)
+def review(request: HttpRequest, pk: int) -> HttpResponse:
+    # Plain SQL, with the user's claim on it: the most frequent page of the product.
+    item, claim = item_queue.item_with_claim(item_id=pk, annotator_id=request.user.pk)
+    if item is None:
+        raise Http404("No such review item.")
+    own, claim = _review_access(request, item, claim)
+    last = services.last_review(annotator=request.user)
+    ctx = item_context(item)
+    can_review = own is None and claim is not None and item.state == ItemState.OPEN
+    ctx.update(stage_fragments(item.stage, can_review))
+    ctx.update({
+        "own_review": own, "claim": claim,
+        "skip_reasons": guidance.SKIP_REASONS,
+        "can_review": can_review,
+        "last_review": last,
+        # "Awaiting adjudication" would tell an annotator that the others voted differently.
+        "show_disagreement": has_role(request.user, ADJUDICATOR),
+        # Others' verdicts on an open item are blind to all but admins: skip the query then.
+        "visible_reviews": [] if item.state == ItemState.OPEN and not has_role(request.user, ADMIN) else
+        services.reviews_visible_to(request.user).filter(item=item).exclude(annotator=request.user)
+        .select_related("annotator"),
+    })
+    ctx.update(guidance.review_page_extras(item, ctx, own))  # issue #16: flag panel
+    return render(request, "curation/review.html", ctx)
+
+
+@require_POST
+@role_required(ANNOTATOR)
+def submit(request: HttpRequest, pk: int) -> HttpResponse:
+    item = item_queue.item_by_id(pk)
+    if item is None:
+        raise Http404("No such review item.")
+    form = ReviewForm(request.POST, stage=item.stage)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            for error in errors:
+                messages.error(request, error)
+        return redirect("curation:review", pk=pk)
+    try:
+        # issue #16: the verdict with its flags, time spent and guideline version
+        guidance.review_submit_flagged(
+            annotator=request.user, item_id=pk, verdict=form.cleaned_data["verdict"],
+            reason_codes=form.cleaned_data["reason_codes"], comment=form.cleaned_data["comment"],
+            flags=form.cleaned_data.get("flags"))
+    except services.CurationError as exc:
+        messages.error(request, str(exc))
+        return redirect("curation:queue")
+    messages.success(request, f"Verdict saved for {item}. Press u to undo.")
+    return _next_or_queue(request, item.stage)
+
+
+@require_POST
+@role_required(ANNOTATOR)
+def skip(request: HttpRequest, pk: int) -> HttpResponse:
+    item = get_object_or_404(ReviewItem, pk=pk)
+    form = SkipForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose why you skip the item.")
+        return redirect("curation:review", pk=pk)
+    try:
+        services.review_skip(annotator=request.user, item_id=pk, reason=form.reason_text())
+    except services.CurationError as exc:
+        messages.error(request, str(exc))
+        return redirect("curation:queue")
+    messages.info(request, f"Skipped {item}.")
+    return _next_or_queue(request, item.stage)
+
+
+@require_POST
+@role_required(ANNOTATOR)
+def undo(request: HttpRequest) -> HttpResponse:
+    try:
+        item = services.review_undo(annotator=request.user)
+    except services.CurationError as exc:
+        messages.error(request, str(exc))
+        return redirect("curation:queue")
+    messages.success(request, f"Your verdict on {item} was withdrawn; review it again.")
+    return redirect("curation:review", pk=item.pk)
+
+
+# --------------------------------------------------------------------------- adjudication
+
+
+@require_GET
+@role_required(ADJUDICATOR)
+def adjudication(request: HttpRequest) -> HttpResponse:
+    stage = request.GET.get("stage") or None
+    if stage and stage not in ReviewStage.values:
+        stage = None
+    return render(request, "curation/adjudication.html", {
+        "items": services.adjudication_queue(stage=stage)[:200],
+        "recent": ReviewItem.objects.filter(state=ItemState.DECIDED).order_by("-decided_at", "-id")[:30],
+        "stage": stage, "stages": ReviewStage.choices,
+    })
+
+
+@role_required(ADJUDICATOR)
+def adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
+    if request.method not in ("GET", "POST"):
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    item = get_object_or_404(ReviewItem, pk=pk)
+    if item.state == ItemState.OPEN:
+        # Reviews of an open item are still blind to everyone but admins.
+        messages.error(request, f"{item} is still being reviewed.")
+        return redirect("curation:adjudication")
+    form = ResolveForm(request.POST or None)
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                services.item_resolve(adjudicator=request.user, item_id=pk, decision=form.cleaned_data["decision"],
+                                      note=form.cleaned_data["note"])
+            except services.CurationError as exc:
+                messages.error(request, str(exc))
+            else:
+                messages.success(request, f"{item} decided.")
+                return redirect("curation:adjudicate", pk=pk)
+    item.refresh_from_db()
+    ctx = item_context(item)
+    ctx.update({
+        "form": form, "show_names": request.GET.get("names") == "1",
+        "reviews": services.reviews_visible_to(request.user).filter(item=item).select_related("annotator").order_by("id"),
+        "resolution": getattr(item, "resolution", None),
+        "may_decide": services.may_adjudicate(request.user, item) and not item.excluded,
+        "effective": describe(item),
+        "cascade": services.descendant_statuses(item),
+        "history": item.audit.select_related("actor").order_by("at", "id"),
+    })
+    ctx["flags"] = guidance.combined_for_page(list(ctx["reviews"]), ctx["show_names"])  # issue #16
+    return render(request, "curation/adjudicate.html", ctx)
+
+
+# --------------------------------------------------------------------------- agreement, progress, audit
+
+
+@require_GET
+@role_required(ADJUDICATOR, RESEARCHER)
+def agreement(request: HttpRequest) -> HttpResponse:
+    return render(request, "curation/agreement.html", {
+        "stages": list(agreement_services.agreement_by_stage().values()),  # two grouped queries for every stage
+    })
+
+
+@require_GET
+@role_required(ADJUDICATOR, RESEARCHER)
+def agreement_csv(request: HttpRequest) -> HttpResponse:
+    stage = request.GET.get("stage") or None
+    if stage and stage not in ReviewStage.values:
+        raise Http404("Unknown stage")
+    response = StreamingHttpResponse(csv_stream(agreement_services.VERDICT_FIELDS, agreement_services.verdict_table(stage=stage)),
+                                     content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="verdicts-{stage or "all"}.csv"'
+    return response
+
+
+@require_GET
+@role_required(ADJUDICATOR, RESEARCHER)
+def progress(request: HttpRequest) -> HttpResponse:
+    return render(request, "curation/progress.html", {
+        "funnel": agreement_services.stage_funnel(), "progress": agreement_services.annotator_progress(), **agreement_services.progress_extras(),
+    })
+
+
+@require_GET
+@role_required(ADMIN)
+def audit(request: HttpRequest) -> HttpResponse:
+    events = AuditEvent.objects.select_related("actor", "item")
+    action = request.GET.get("action")
+    if action in AuditEvent.Action.values:
+        events = events.filter(action=action)
+    return render(request, "curation/audit.html", {
+        "events": events[:300], "actions": AuditEvent.Action.choices, "action": action,
+        "admin_url": reverse("admin:curation_auditevent_changelist"),
+    })
