@@ -20,6 +20,7 @@ from evaluation.runner.cli import main
 from tests.evaluation.conftest import EXPECTED, make_release
 from tests.evaluation.http_agents import HTTP_SCRIPT, AgentServer, ok, release_rows, scripted_http, write_release_file
 from tests.evaluation.test_runner import check_junit_shape, counts
+from tests.fake_openai import fake_openai, openai_settings  # noqa: F401 - fixtures
 
 
 def dead_url() -> str:
@@ -234,3 +235,21 @@ def test_check_on_a_dead_port_says_the_connection_failed(client, researcher):
     client.force_login(researcher)
     page = client.post(reverse("evaluation:agent_check", args=[agent.pk]), follow=True).content.decode()
     assert "down: no answer: connection failed" in page and "answered in" not in page
+
+
+def test_a_session_with_an_agent_that_gives_no_answer_fails_instead_of_counting_a_turn(db, fake_openai,
+                                                                                     openai_settings):
+    """Sessions read answers through the same reader: no answer fails the session (resume asks
+    again); before, it was noted as an 'unparseable' turn and the session went on."""
+    from evaluation import session_services as SV
+    from tests.evaluation.test_sessions import make_release as make_session_release
+    from tests.evaluation.test_sessions import scripted
+
+    fake_openai.set_handler(scripted())
+    agent = agent_kinds.agent_create_http(name="down", url=dead_url(), retries=0, timeout=2)
+    run = SV.session_run_execute_inline(run=SV.session_run_create(agent=agent, release=make_session_release(),
+                                                                  start=False))
+    assert run.status == RunStatus.FAILED and "could not be completed" in run.error
+    errors = list(run.results.values_list("state", "error"))
+    assert errors and all(state == "failed" and "the agent gave no answer: connection failed" in error
+                          for state, error in errors)
