@@ -64,3 +64,11 @@ def test_missed_api_calls_are_counted_and_shown(client, researcher, run):
     html = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
     assert "Missed API calls" in html and "called cancel_order" in html and "replied instead" in html
     assert reverse("evaluation:run_results_csv", args=[run.pk]) in html
+
+
+def test_the_run_page_names_the_parameters_that_differ(client, researcher, run):
+    assert client.login(username=researcher.username, password=PASSWORD)
+    page = client.get(reverse("evaluation:run_detail", args=[run.pk]) + "?show=wrong").content.decode()
+    assert "parameters of cancel_order: order_id: expected 55 (number), got 56 (number)" in page
+    assert "parameters of refund_order: reason: expected &quot;damaged&quot; (string), got &quot;  Damaged &quot; (string)" in page
+    assert "called cancel_order instead of get_order_details" in page

@@ -65,7 +65,8 @@ def wait_for_run(run, timeout: float, write) -> None:
             write(f"  {done}/{run.total}")
             last = done
         if deadline and time.monotonic() > deadline:
-            raise CommandError(f"run #{run.pk} still {run.status} after {timeout} s (is a worker running?)", returncode=3)
+            raise CommandError(f"run #{run.pk} still {run.status} after {timeout} s (is a worker running?)",
+                               returncode=3)
         time.sleep(1.0)
 
 
