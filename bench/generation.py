@@ -1,7 +1,9 @@
-"""Generation benchmark: yield under faults, and overhead against a fast endpoint (issues #4, #12).
+"""Generation benchmark: yield under faults, overhead against a fast endpoint (issues #4, #12), and
+an endpoint's rate limit (issue #32).
 
-Run: ``.venv/bin/python bench/generation.py [--part yield|overhead|all] [--calls N] [--latency L]
-[--concurrency C ...] [--processes K] [--profile]``.
+Run: ``.venv/bin/python bench/generation.py [--part yield|overhead|rate|all] [--calls N]
+[--latency L] [--concurrency C ...] [--processes K] [--profile] [--per-minute R]``.
+The rate part is described in bench/generation_rate.py.
 
 Both parts run real generation jobs through a real Celery worker process against the test suite's
 fake OpenAI-compatible server on 127.0.0.1, on a throw-away SQLite database and the filesystem
@@ -21,115 +23,23 @@ stage's wall time ÷ ideal (targets: <= 1.15 at L=0.25, C=8; <= 1.25 at C=16) an
 the worker processes' CPU per LLM item (all stages' CPU ÷ N: deterministic enough to compare
 changes on a busy machine), this process's CPU (the fake endpoint), and each stage's wall time.
 It also checks exactly-once: N items must make N requests. ``--processes K`` runs K worker
-processes sharing the threads (2C+2, or BENCH_THREADS) and C; ``--profile`` runs them under cProfile
+processes sharing the threads (2C+2, or BENCH_THREADS) and C (one limiter for all of them); ``--profile`` runs them under cProfile
 (CPU time per thread, bench/profile_hook.py) and prints the merged top functions.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import random
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# Pool threads for concurrency C: enough to keep C requests in flight while others run their CPU part.
-THREADS = lambda cap: int(os.environ.get("BENCH_THREADS", 0)) or 2 * cap + 2  # noqa: E731
+from bench.generation_common import THREADS, Worker, fault_handler, setup  # noqa: E402
 
 YIELD_JOB = {"intents": 10, "procedures_per_intent": 2, "paths": 2, "conversations": "llm", "seed": 3,
              "cache": False}
-
-
-def setup() -> Path:
-    var_dir = Path(tempfile.mkdtemp(prefix="almita-bench-"))
-    os.environ.setdefault("ALMITA_VAR_DIR", str(var_dir))
-    os.environ.setdefault("DATABASE_URL", f"sqlite:///{var_dir / 'bench.sqlite3'}")
-    os.environ.setdefault("SECRET_KEY", "bench-only-secret")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "almita_web.settings")
-    os.environ["LLM_CACHE"] = "false"
-    os.environ["LLM_BACKOFF_BASE"] = "0.01"
-
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-    from django.test.utils import override_settings
-
-    # Build the schema straight from the models, so the bench needs no migration files.
-    with override_settings(MIGRATION_MODULES={app: None for app in ("generation", "curation", "evaluation",
-                                                                    "auth", "contenttypes", "sessions", "admin",
-                                                                    "authtoken")}):
-        call_command("migrate", run_syncdb=True, verbosity=0)
-    return var_dir
-
-
-class Worker:
-    """A real `celery worker` process with the given settings, waited for until it answers."""
-
-    def __init__(self, var_dir: Path, env: dict[str, str], threads: int, profile: str | None = None) -> None:
-        from generation.heartbeat import heartbeat_send
-        from generation.models import WorkerHeartbeat
-
-        self.log_path = var_dir / f"worker-{time.monotonic_ns()}.log"
-        launcher = [str(REPO / "bench" / "profile_hook.py"), profile] if profile else ["-m", "celery"]
-        self.proc = subprocess.Popen(
-            [sys.executable, *launcher, "-A", "almita_web", "worker", "--loglevel=WARNING", "--pool=threads",
-             f"--concurrency={threads}", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=REPO, env={**os.environ, **env}, stdout=open(self.log_path, "ab"), stderr=subprocess.STDOUT)
-        # Wait until *this* process answers a heartbeat (a worker already running answers too).
-        nonces: list[str] = []
-        deadline = time.monotonic() + 60
-        while not WorkerHeartbeat.objects.filter(nonce__in=nonces, pid=self.proc.pid).exists():
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise SystemExit(f"the worker did not start; see {self.log_path}")
-            if len(nonces) < 2 or WorkerHeartbeat.objects.filter(nonce=nonces[-1]).exists():
-                nonces.append(heartbeat_send())
-            time.sleep(0.05)
-
-    def wait(self, job, timeout: float):
-        deadline = time.monotonic() + timeout
-        while True:
-            job.refresh_from_db()
-            if job.is_terminal:
-                return job
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"job {job.pk} stuck in {job.status}; see {self.log_path}")
-            time.sleep(0.02)
-
-    def cpu(self) -> float:
-        """CPU seconds (user + system) this worker process used so far."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(20)
-
-
-def fault_handler(inner, rate: float, seed: int):
-    """Random faults in `rate` of requests, any number in a row: transport and content faults alike."""
-    import threading
-
-    from tests.fake_openai import Reply
-
-    broken_graph = Reply(content="<flow>\n[N0](start_message){Hello}\n[E0](N0, N7){?}\n[N1](api){")
-    pool = [Reply.rate_limited(0.01), Reply.server_error(500), Reply.server_error(503), Reply.truncated(),
-            Reply.wrong_shape(), Reply.truncated_json(), broken_graph]
-    rng = random.Random(seed)
-    lock = threading.Lock()
-
-    def handler(body: dict, n: int):
-        with lock:
-            fault = rng.random() < rate
-            choice = rng.choice(pool)
-        return choice if fault else inner(body, n)
-
-    return handler
 
 
 def yield_part(var_dir: Path, rates: list[float]) -> dict:
@@ -182,8 +92,8 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], proces
         with FakeOpenAI(lambda body, i: Reply(content=conversation_for(body)), latency=latency,
                         max_concurrency=cap) as fake:
             settings.OPENAI_BASE_URL = fake.base_url
-            env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "bench-key",
-                   "LLM_MAX_CONCURRENCY": str((cap + processes - 1) // processes)}
+            # LLM_MAX_CONCURRENCY bounds the requests in flight across every process (a shared limiter).
+            env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "bench-key", "LLM_MAX_CONCURRENCY": str(cap)}
             workers = [Worker(var_dir, env, threads, profile=str(var_dir / f"prof-c{cap}-w{i}") if profile else None)
                        for i in range(processes)]
             worker = workers[0]
@@ -218,7 +128,7 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], proces
     print(f"overhead at a fast endpoint (latency {latency:.2f} s; N={n} asked; "
           f"broker {settings.CELERY_BROKER_URL.split(':', 1)[0]}; "
           f"database {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]})")
-    print(f"worker processes: {processes} (threads and LLM_MAX_CONCURRENCY split between them)")
+    print(f"worker processes: {processes} (threads split between them; LLM_MAX_CONCURRENCY shared by them)")
     print(f"{'C':>4} {'calls':>6} {'ideal s':>8} {'LLM stage ÷ ideal':>18} {'whole job ÷ ideal':>18} {'peak':>5} "
           f"{'worker CPU ms/item':>19} {'bench+fake CPU ms/item':>23}")
     for cap, r in results.items():
@@ -241,13 +151,15 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], proces
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", choices=["yield", "overhead", "all"], default="all")
+    parser.add_argument("--part", choices=["yield", "overhead", "rate", "all"], default="all")
     parser.add_argument("--rates", type=float, nargs="+", default=[0.0, 0.1, 0.3])
     parser.add_argument("--calls", type=int, default=128, help="N, LLM calls in the overhead job")
     parser.add_argument("--latency", type=float, default=0.25, help="L, seconds per request")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 16], help="C values to measure")
     parser.add_argument("--processes", type=int, default=1, help="worker processes sharing threads and C")
     parser.add_argument("--profile", action="store_true", help="cProfile the workers and print the merged top")
+    parser.add_argument("--per-minute", type=float, default=600, help="R, the rate part's requests a minute")
+    parser.add_argument("--rate-calls", type=int, default=600, help="LLM calls in each rate-part job")
     args = parser.parse_args()
     var_dir = setup()
     ok = True
@@ -259,6 +171,11 @@ def main() -> int:
     if args.part in ("overhead", "all"):
         r = overhead_part(var_dir, args.calls, args.latency, args.concurrency, args.processes, args.profile)
         ok &= all(v["stage"] <= (1.15 if c <= 8 else 1.25) for c, v in r.items())
+    if args.part in ("rate", "all"):
+        from bench.generation_rate import rate_part
+
+        r = rate_part(var_dir, args.per_minute, [1, 3], args.rate_calls, latency=0.3)
+        ok &= all(v["throughput"] >= 0.9 and v["share_429"] <= 0.02 for v in r.values())
     print("(shared machine: timings are noisy; ratios were measured side by side in this one run)")
     return 0 if ok else 1
 

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from almita_web.roles import ADMIN, role_required
 from generation import llm, loop_views, services
 from generation.forms import CancelForm, JobForm
+from generation.rates import job_rates
 from generation.models import (
     Api, Conversation, ConversationGraph, Discard, Flowgraph, GenerationJob, IllegalTransition, Intent, LLMCall,
     Procedure, SampledPath, Test,
@@ -75,7 +76,7 @@ def _job_context(job: GenerationJob) -> dict:
     if services.job_watchdog(job):  # a stalled job is shown as failed, with the reason
         job.refresh_from_db()
     funnel = services.job_funnel(job)
-    return {"job": job, "funnel": funnel, "counts": services.job_artifact_counts(job),
+    return {"job": job, "funnel": funnel, "counts": services.job_artifact_counts(job), "rates": job_rates(job),
             "totals": {k: sum(r[k] for r in funnel) for k in ("calls", "prompt_tokens", "completion_tokens",
                                                                "errors", "retried", "cached", "invalid",
                                                                "lost", "in_flight", "estimated", "repaired")}}

@@ -15,7 +15,8 @@ tests/fake_replies.py, re-exported here).
 
 The simulation mode (`latency=`, `max_concurrency=`) makes every request take a fixed time and
 serves at most C requests at once (the others wait for a slot), like a rate-limited endpoint;
-benches use it to compare wall time with the ideal N×latency/C.
+benches use it to compare wall time with the ideal N×latency/C. `rate_limit=RateLimit(R)`
+(tests/fake_ratelimit.py) allows R requests a minute and answers 429 with OpenAI's headers beyond.
 """
 from __future__ import annotations
 
@@ -99,8 +100,9 @@ class FakeOpenAI:
     """Context manager: a started server on 127.0.0.1 with a random port."""
 
     def __init__(self, handler: Handler | None = None, *, latency: float = 0.0,
-                 max_concurrency: int | None = None, model: str | None = None) -> None:
+                 max_concurrency: int | None = None, model: str | None = None, rate_limit=None) -> None:
         self._handler: Handler = handler or _default_handler
+        self.rate_limit = rate_limit
         self.latency = latency
         self.max_concurrency = max_concurrency
         self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
@@ -164,6 +166,13 @@ class FakeOpenAI:
             n = next(self._counter)
             self.requests.append(body)
             self.headers.append(dict(http.headers.items()))
+        limit_headers = self.rate_limit.admit() if self.rate_limit else {}
+        if limit_headers is None:  # over the simulated rate limit: 429 at once, like a gateway
+            refused = self.rate_limit.refused()
+            with self._lock:
+                self.replies.append(refused)
+            http._send(refused.status, refused.raw_body, refused.headers)
+            return
         if self._slots:
             self._slots.acquire()
         try:
@@ -185,13 +194,14 @@ class FakeOpenAI:
                 self.in_flight -= 1
             if self._slots:
                 self._slots.release()
+        headers = {**limit_headers, **reply.headers}
         if reply.raw_body is not None:
-            http._send(reply.status, reply.raw_body, reply.headers)
+            http._send(reply.status, reply.raw_body, headers)
             return
         if reply.status != 200:
-            http._send(reply.status, json.dumps({"error": {"message": f"fake status {reply.status}"}}), reply.headers)
+            http._send(reply.status, json.dumps({"error": {"message": f"fake status {reply.status}"}}), headers)
             return
-        http._send(200, json.dumps(self._completion(body, reply, n)), reply.headers)
+        http._send(200, json.dumps(self._completion(body, reply, n)), headers)
 
     def _completion(self, body: dict, reply: Reply, n: int) -> dict:
         message: dict = {"role": "assistant", "content": reply.content}

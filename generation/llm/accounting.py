@@ -1,8 +1,8 @@
 """Exact cost: every request has an LLMCall row before it is sent, and none is lost with a worker.
 
 `call_start` writes the row as `in_flight` (with the prompt tokens estimated from the text) in its
-own committed transaction before the request goes out; `call_finish` completes it and adds the
-tokens and cost to the job. A worker killed in between leaves the row `in_flight`;
+own committed transaction once the request holds its limiter lease, right before it goes out;
+`call_finish` completes it and adds the tokens and cost to the job. A worker killed in between leaves the row `in_flight`;
 `calls_mark_lost` (run when a worker starts, and by the watchdog) marks such orphans
 `lost_in_flight` and charges their estimated prompt to the job, so the job page and the cost count
 every request that may have reached the endpoint.
@@ -24,7 +24,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from generation.llm.config import cost_of
+from generation.llm.config import LLMStopped, cost_of
 from generation.models import GenerationJob, LLMCall, LLMOutcome
 
 HOST = socket.gethostname()
@@ -68,9 +68,38 @@ def record(job: Any, **fields: Any) -> LLMCall:
     return call
 
 
+# A job in any other state sends nothing more (its items finish with what they have).
+_SPENDING_STATUSES = ("queued", "running")
+
+
+def cost_limit_message(limit: Any, spent: Any) -> str:
+    return (f"cost limit reached: ${Decimal(spent):.4f} spent of the ${Decimal(str(limit)):.2f} limit; "
+            "the job stopped and everything made so far is kept")
+
+
+def over_cost_limit(cost: Any, limit: Any) -> bool:
+    return limit is not None and Decimal(cost) >= Decimal(str(limit))
+
+
+def job_may_spend(job: Any) -> None:
+    """Raise LLMStopped when the job stopped or reached its cost limit (one indexed read)."""
+    job_id = _job_id(job)
+    if job_id is None:
+        return
+    row = GenerationJob.objects.filter(pk=job_id).values_list("status", "cost_usd", "config__cost_limit").first()
+    if row is None:
+        return
+    status, cost, limit = row
+    if status not in _SPENDING_STATUSES:
+        raise LLMStopped(f"job {job_id} is {status}: no more requests are sent")
+    if over_cost_limit(cost, limit):
+        raise LLMStopped(cost_limit_message(limit, cost))
+
+
 def call_start(job: Any, **fields: Any) -> int:
     """The row of a request about to be sent, committed before it goes out (one INSERT: it commits
-    on its own unless the caller holds a transaction)."""
+    on its own unless the caller holds a transaction). Written once the request holds its limiter
+    lease, right before it is sent, so a row left in flight is a request that was sent."""
     call = LLMCall.objects.create(job_id=_job_id(job), worker=worker_id(), outcome=LLMOutcome.IN_FLIGHT,
                                   tokens_estimated=True, **fields)
     return call.pk

@@ -2,7 +2,9 @@
 
 `chat(...)` adds what the client alone does not give us:
 
-* bounded concurrency per endpoint (a process-wide semaphore per base URL, LLM_MAX_CONCURRENCY);
+* adaptive rate control per endpoint and model, shared by every worker process (limiter.py): a
+  window of requests in flight (AIMD, at most the job's maximum or LLM_MAX_CONCURRENCY), Retry-After
+  and the x-ratelimit-* headers;
 * our own retries (the client's are off): 429, 5xx, timeouts, connection errors and unreadable
   bodies are retried with exponential backoff that honours `retry-after`, up to LLM_MAX_RETRIES;
   any other 4xx fails at once;
@@ -27,6 +29,7 @@ from django.conf import settings
 from openai.types.chat import ChatCompletion
 
 from generation.llm import accounting
+from generation.llm.limiter import limiter_for
 from generation.llm.config import (
     NO_ENDPOINT_MESSAGE,
     LLMFailed,
@@ -47,17 +50,9 @@ for _name in ("httpx2", "httpcore2"):
 # --------------------------------------------------------------------------- concurrency
 
 _lock = threading.Lock()
-_semaphores: dict[str, threading.BoundedSemaphore] = {}
 _clients: dict[tuple, openai.OpenAI] = {}
-
-
-def endpoint_semaphore(base_url: str) -> threading.BoundedSemaphore:
-    size = settings.LLM_MAX_CONCURRENCY
-    with _lock:
-        sem = _semaphores.get(f"{base_url}|{size}")
-        if sem is None:
-            sem = _semaphores[f"{base_url}|{size}"] = threading.BoundedSemaphore(size)
-        return sem
+# Asks the client for the raw reply (headers and status) as well as the parsed completion.
+_RAW = {"headers": {"X-Stainless-Raw-Response": "true"}}
 
 
 def _client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
@@ -176,6 +171,8 @@ def chat(
     repair: int = 0,
     validated: bool = False,
     check: Callable[[str], list[tuple[str, str]]] | None = None,
+    resample: int = 0,
+    max_in_flight: int | None = None,
 ) -> LLMResult:
     """One chat completion with retries, bounded concurrency, logging and caching.
 
@@ -188,6 +185,12 @@ def chat(
     parsed and passed its stage, through `check(reply) -> findings` which runs before the row is
     completed, so the outcome (ok + validated, or invalid + rule ids) is written in the same
     update; `validated=True` marks a reply valid at once (callers with no validator).
+
+    Each attempt first takes a lease from the endpoint's shared limiter (limiter.py; at most
+    `max_in_flight` requests in flight, default LLM_MAX_CONCURRENCY), and only then writes its row,
+    so a row in flight is a request that was sent. A job that stopped (failed, cancelling, its cost
+    limit reached) sends nothing more: LLMStopped. `resample` > 0 marks a fresh conversation
+    started after an item's repairs were spent (repair.ask); it is part of the cache key.
     """
     base_url = base_url or settings.OPENAI_BASE_URL
     if not base_url:
@@ -203,10 +206,10 @@ def chat(
         request["response_format"] = response_format
     if tools:
         request["tools"] = tools
-    digest = cache_key(request, sample)
+    digest = cache_key({**request, "resample": resample} if resample else request, sample)
     logged_request = redact_json({**request, "endpoint": public_endpoint(base_url)}, secrets)
     common = dict(stage=stage, key=key, model=model, template=template, template_version=template_version,
-                  prompt_hash=digest, request=logged_request, sample=sample, repair=repair)
+                  prompt_hash=digest, request=logged_request, sample=sample, repair=repair, resample=resample)
 
     if use_cache:
         hit = (LLMCall.objects.filter(prompt_hash=digest, outcome=LLMOutcome.OK, validated=True)
@@ -223,7 +226,7 @@ def chat(
                              model=model, prompt_tokens=0, completion_tokens=0, findings=findings)
 
     client = _client(base_url, api_key, timeout)
-    semaphore = endpoint_semaphore(base_url)
+    limiter = limiter_for(base_url, model)
     kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
     if response_format:
         kwargs["response_format"] = response_format
@@ -233,16 +236,22 @@ def chat(
 
     attempts = settings.LLM_MAX_RETRIES + 1
     for attempt in range(1, attempts + 1):
-        # The row is committed before the request goes out, but before taking an endpoint slot: a
-        # database write held inside the semaphore would idle a slot the endpoint could be serving.
-        call_id = accounting.call_start(job, **common, attempt=attempt, prompt_tokens=estimate)
-        with semaphore:
+        lease = limiter.acquire(cap=max_in_flight or settings.LLM_MAX_CONCURRENCY, tokens=estimate)
+        status, headers = None, None
+        try:
+            accounting.job_may_spend(job)  # raises LLMStopped: the job stopped while this waited
+            # The row is committed after the lease and right before the request goes out: a row
+            # left in flight by a killed worker is a request the endpoint received.
+            call_id = accounting.call_start(job, **common, attempt=attempt, prompt_tokens=estimate)
             started = time.monotonic()
             try:
                 # The client's documented low-level POST: `chat.completions.create` would first
                 # walk every message through its TypedDict transform, a third of its CPU per call;
-                # our request is plain JSON already. Errors, auth and parsing are the same.
-                completion = client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
+                # our request is plain JSON already. Errors, auth and parsing are the same. The raw
+                # reply gives the limiter its status and x-ratelimit headers.
+                raw = client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion, options=_RAW)
+                status, headers = raw.status_code, raw.headers
+                completion = raw.parse()
                 message = completion.choices[0].message
                 content = message.content
                 calls = _tool_calls(message)
@@ -250,6 +259,13 @@ def chat(
                 error: BaseException | None = None
             except Exception as exc:  # classified below; unknown errors are not retried
                 error = exc
+                response = getattr(exc, "response", None)
+                if isinstance(exc, openai.APIStatusError) and response is not None:
+                    status, headers = exc.status_code, response.headers
+                elif status is not None:
+                    status = None  # a 200 whose body could not be read tells the limiter nothing
+        finally:
+            limiter.release(lease, status=status, headers=headers, default_block=backoff_delay(1, None))
         latency_ms = int((time.monotonic() - started) * 1000)
         if error is None:
             reported = getattr(usage, "prompt_tokens", None)
@@ -257,7 +273,7 @@ def chat(
             ct = getattr(usage, "completion_tokens", 0) or 0
             cost = cost_of(model, pt, ct)
             findings = check(content or "") if check else []
-            accounting.call_finish(call_id, job, response=redact(content or "", secrets), tool_calls=calls,
+            accounting.call_finish(call_id, job, response=redact(content or "", secrets), tool_calls=calls, status_code=status,
                                    prompt_tokens=pt, completion_tokens=ct, latency_ms=latency_ms,
                                    outcome=LLMOutcome.INVALID if findings else LLMOutcome.OK, cost_usd=cost,
                                    tokens_estimated=not reported, validated=bool(validated or check) and not findings,
@@ -269,7 +285,7 @@ def chat(
         why = redact(why, secrets)
         last = attempt == attempts or not retryable
         # A request that got no usable reply still cost its prompt (estimated): count it.
-        accounting.call_finish(call_id, job, latency_ms=latency_ms, error=why[:2000],
+        accounting.call_finish(call_id, job, latency_ms=latency_ms, error=why[:2000], status_code=status,
                                outcome=LLMOutcome.ERROR if last else LLMOutcome.RETRIED,
                                prompt_tokens=0, tokens_estimated=False)
         if last:

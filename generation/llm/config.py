@@ -24,6 +24,10 @@ class LLMFailed(LLMError):
         self.call_id = call_id
 
 
+class LLMStopped(LLMError):
+    """The job the call belongs to stopped (failed, cancelled, its cost limit reached): nothing was sent."""
+
+
 NO_ENDPOINT_MESSAGE = (
     "No LLM endpoint is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY if the server needs "
     "one) to use the LLM stages. Imported items and the deterministic stages work without it."

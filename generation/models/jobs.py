@@ -209,6 +209,8 @@ class LLMCall(models.Model):
     repair = models.PositiveSmallIntegerField(default=0)
     # Which of n samples of the same prompt this is (part of the cache key when temperature > 0).
     sample = models.PositiveIntegerField(default=0)
+    # 1 for a fresh conversation started after the item's repairs were spent (llm.repair.ask).
+    resample = models.PositiveSmallIntegerField(default=0)
     model = models.CharField(max_length=200)
     template = models.CharField(max_length=100, blank=True)
     template_version = models.CharField(max_length=20, blank=True)
@@ -220,6 +222,8 @@ class LLMCall(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     latency_ms = models.PositiveIntegerField(default=0)
+    # The HTTP status of the reply (null: none came back, or a cache hit); 429s feed the rate panel.
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.OK)
     # The reply parsed and passed its stage's validators: only such rows are served from the cache.
     validated = models.BooleanField(default=False)
