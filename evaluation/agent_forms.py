@@ -33,8 +33,8 @@ class HttpAgentForm(_Named):
                                    **KEY_FIELD)
     auth_header = forms.CharField(max_length=100, initial="Authorization", required=False,
                                   help_text="Authorization sends “Bearer SECRET”; any other header sends the secret as it is")
-    timeout = forms.FloatField(min_value=0.1, max_value=600, initial=30.0, help_text="Seconds per request")
-    retries = forms.IntegerField(min_value=0, max_value=10, initial=2, help_text="On HTTP 429/5xx and timeouts")
+    timeout = forms.FloatField(min_value=0.1, max_value=600, initial=20.0, help_text="Seconds per request")
+    retries = forms.IntegerField(min_value=0, max_value=10, initial=1, help_text="On HTTP 429/5xx and timeouts")
     max_concurrency = forms.IntegerField(min_value=1, max_value=64, initial=8, label="Concurrency cap",
                                          help_text="Requests in flight at most")
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)

@@ -32,8 +32,8 @@ class EvaluationRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = EvaluationRun
         fields = ["id", "agent", "release", "status", "similarity", "threshold", "comparison", "trials", "dst",
-                  "concurrency", "metrics", "total", "done", "error", "created_by", "created_at", "started_at",
-                  "finished_at", "rejudged_from"]
+                  "max_error_share", "concurrency", "metrics", "total", "done", "error", "created_by", "created_at",
+                  "started_at", "finished_at", "rejudged_from"]
 
 
 class RunLaunchSerializer(serializers.Serializer):
@@ -45,6 +45,35 @@ class RunLaunchSerializer(serializers.Serializer):
     comparison = serializers.ChoiceField(choices=list(M.COMPARISONS), default=M.EXACT)
     trials = serializers.IntegerField(min_value=1, max_value=20, default=1)
     dst = serializers.BooleanField(default=False)
+    max_error_share = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.1)
+
+
+class ResultSerializer(serializers.Serializer):
+    """One test (and trial) of a run: the columns of the CSV download (services.RESULT_COLUMNS)."""
+
+    test_id = serializers.IntegerField()
+    conversation_id = serializers.IntegerField()
+    position = serializers.IntegerField()
+    trial = serializers.IntegerField(help_text="0-based index of the trial (repeated runs ask each test n times)")
+    noise_kinds = serializers.CharField()
+    expected_type = serializers.CharField()
+    expected = serializers.CharField()
+    predicted_type = serializers.CharField(help_text="reply, api_call, invalid (unreadable) or empty (no answer)")
+    answer = serializers.CharField()
+    similarity = serializers.CharField()
+    reply_recalled = serializers.IntegerField()
+    reply_correct = serializers.IntegerField()
+    api_recalled = serializers.IntegerField()
+    api_correct = serializers.IntegerField()
+    params_correct = serializers.IntegerField()
+    correct = serializers.IntegerField()
+    reason = serializers.CharField(help_text="why the test is wrong: which parameters differ, the API called instead")
+    state = serializers.CharField()
+    latency_ms = serializers.IntegerField()
+    raw_reply = serializers.CharField()
+    similarity_method = serializers.CharField()
+    threshold = serializers.FloatField()
+    comparison = serializers.CharField()
 
 
 class RejudgeSerializer(serializers.Serializer):
@@ -81,6 +110,14 @@ class EvaluationRunViewSet(FilterMixin, mixins.CreateModelMixin, viewsets.ReadOn
         except (services.EvaluationError, S.SimilarityUnavailable) as exc:
             return _refused(exc)
         return Response(EvaluationRunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: ResultSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def results(self, request, pk=None):
+        """Every test and trial of the run, as in the CSV download, paginated."""
+        run = self.get_object()
+        page = self.paginate_queryset(services.result_rows_query(run))
+        return self.get_paginated_response([services.result_row(run, values) for values in page])
 
     @extend_schema(request=RejudgeSerializer, responses={201: EvaluationRunSerializer})
     @action(detail=True, methods=["post"])

@@ -55,14 +55,20 @@ class RunForm(SimilarityForm):
     release = forms.ModelChoiceField(queryset=Release.objects.all())
     concurrency = forms.IntegerField(min_value=1, max_value=64, required=False,
                                      help_text="Tests in flight at once. Empty: LLM_MAX_CONCURRENCY")
-    comparison = forms.ChoiceField(choices=[(M.EXACT, "Exact (names exactly, values after JSON-type normalisation)"),
+    comparison = forms.ChoiceField(choices=[(M.EXACT, "Exact (names exactly, values by JSON type and value)"),
                                             (M.LENIENT, "Lenient (case and spacing ignored)")],
                                    initial=M.EXACT, required=False, label="API comparison")
     trials = forms.IntegerField(min_value=1, max_value=20, initial=1, required=False,
-                                help_text="Answers per test, for pass^k (the agent needs temperature > 0)")
+                                help_text="Answers per test, for pass^k (an LLM agent needs temperature > 0; "
+                                          "an HTTP agent is sampled as it is)")
     dst = forms.BooleanField(required=False, label="Dialogue-state tracking",
                              help_text="Also ask the agent for the dialogue state at each test (one more call)")
-    field_order = ["agent", "release", "similarity", "threshold", "comparison", "trials", "dst", "concurrency"]
+    max_error_share = forms.FloatField(min_value=0.0, max_value=1.0, initial=0.1, required=False,
+                                       label="Error share limit",
+                                       help_text="The run fails when more of its tests than this share (0..1) got "
+                                                 "no answer or an unreadable one")
+    field_order = ["agent", "release", "similarity", "threshold", "comparison", "trials", "dst", "concurrency",
+                   "max_error_share"]
 
 
 class RejudgeForm(SimilarityForm):

@@ -55,6 +55,7 @@ class HttpAgent:
     concurrency: int = 8
     backoff: float = 0.5
     temperature: float = 0.0
+    breaker: Any = None  # an evaluation.run_health.Breaker shared by the run's requests, or None
 
     def __post_init__(self) -> None:
         if self.kind not in ("http", "openai"):
@@ -108,6 +109,10 @@ class HttpAgent:
         attempts, last = 0, ""
         with self._slots:
             while True:
+                if self.breaker is not None and self.breaker.tripped:
+                    if not attempts:  # never asked: the run stopped
+                        return Reply(outage(f"not asked: {self.breaker.tripped}"), "", 0, 0)
+                    break  # no more retries either
                 attempts += 1
                 retry_after = None
                 try:
@@ -122,10 +127,16 @@ class HttpAgent:
                         last = f"connection failed: {reason or type(exc).__name__}"
                 else:
                     if status not in RETRY_STATUSES:
+                        if self.breaker is not None and 200 <= status < 300:
+                            self.breaker.success()
+                        elif self.breaker is not None:
+                            self.breaker.failure(f"HTTP {status}")
                         latency = int((time.monotonic() - started) * 1000)
                         return Reply(read_http(status, body, names), body.decode("utf-8", "replace")[:20000],
                                      latency, attempts)
                     last = f"HTTP {status}: {body.decode('utf-8', 'replace').strip()[:200]}"
+                if self.breaker is not None and not last.startswith("HTTP 429"):  # rate limits are not outages
+                    self.breaker.failure(last)
                 if attempts > self.retries:
                     break
                 time.sleep(self.delay(attempts - 1, retry_after))

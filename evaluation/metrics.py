@@ -20,15 +20,14 @@ A test whose agent call failed (no answer at all) is an :func:`unanswered` outco
 denominator its expected type enters and no numerator, so it counts as wrong and its conversation
 is not correct. :func:`answered_only` gives the same figures over the answered tests alone.
 
-API names are compared exactly and parameter values exactly after JSON-type normalisation
-(``812`` = ``"812"``) by default (:data:`EXACT`); :data:`LENIENT` is the older comparison
-(case, spaces and thousands separators ignored), available as a named option that reports show.
-docs/metrics.md has each rule next to the paper's wording.
+The action types come from evaluation/reader.py (the one answer reader); calls are compared by
+evaluation/comparison.py (exact by JSON type and value by default, lenient as a named option);
+intervals come from evaluation/intervals.py. Every wrong outcome carries its reason (which
+parameter differed, which API was called instead). docs/metrics.md has each rule next to the
+paper's wording; tests/evaluation/reference_metrics.py is an independent second implementation.
 """
 from __future__ import annotations
 
-import math
-import random
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -37,16 +36,18 @@ from evaluation.comparison import (  # noqa: F401 - re-exported: the rules live 
     COMPARISONS,
     EXACT,
     LENIENT,
-    json_value,
     names_match,
     normalise_key,
     normalise_name,
     normalise_value,
+    param_differences,
     params_match,
+    same_value,
 )
 from evaluation.correlation import pearson, ranks, spearman  # noqa: F401 - re-exported
+from evaluation.intervals import Difference, bootstrap_intervals, paired_bootstrap, percentile  # noqa: F401
+from evaluation.reader import API_CALL, INVALID, REPLY  # noqa: F401 - the action types
 
-from evaluation.reader import API_CALL, INVALID, REPLY  # noqa: E402,F401 - the action types
 FAILED = "failed"  # predicted_type of a test the agent never answered (its call failed)
 
 
@@ -142,14 +143,16 @@ def judge(expected: dict[str, Any], action: dict[str, Any], *, similarity: float
     """Judge one predicted action against the expected one.
 
     `expected` is ``{"type": "reply", "content"}`` or ``{"type": "api_call", "name", "parameters"}``;
-    `action` has the same shape, or ``{"type": "invalid", "reason"}`` for a reply that could not be
-    parsed (it is wrong on every dimension it enters). `similarity` is the reply similarity, needed
-    only when both are replies. `comparison` is :data:`EXACT` or :data:`LENIENT`.
+    `action` is a canonical action of evaluation/reader.py (``{"type": "invalid", "reason"}`` is
+    wrong on every dimension it enters). `similarity` is the reply similarity, needed only when
+    both are replies. `comparison` is :data:`EXACT` or :data:`LENIENT`. The outcome's reason says
+    why a wrong test is wrong, followed by the reader's note, if any.
     """
     etype = expected.get("type")
     ptype = action.get("type") if action.get("type") in (REPLY, API_CALL) else INVALID
     out = Outcome(conversation_id=conversation_id, expected_type=etype, predicted_type=ptype,
-                  groups=dict(groups or {}), reason=str(action.get("reason", "")) if ptype == INVALID else "")
+                  groups=dict(groups or {}))
+    why = ""
     if etype == REPLY:
         out.reply_recalled = ptype == REPLY
         if out.reply_recalled:
@@ -157,18 +160,32 @@ def judge(expected: dict[str, Any], action: dict[str, Any], *, similarity: float
                 raise ValueError("a similarity is needed to judge a reply against a reply")
             out.similarity = float(similarity)
             out.reply_correct = out.similarity >= threshold
+            if not out.reply_correct:
+                why = f"reply similarity {out.similarity:.3f} < {threshold:g}"
+        elif ptype == API_CALL:
+            why = f"a call to {action.get('name')} where a reply was expected"
         out.correct = out.reply_correct
     elif etype == API_CALL:
         out.api_recalled = ptype == API_CALL
+        name = expected.get("name")
         if out.api_recalled:
-            out.api_correct = names_match(expected.get("name"), action.get("name"), comparison)
+            out.api_correct = names_match(name, action.get("name"), comparison)
             if out.api_correct:
-                out.params_correct = params_match(expected.get("parameters"), action.get("parameters"), comparison)
+                diff = param_differences(expected.get("parameters"), action.get("parameters"), comparison)
+                out.params_correct = not diff
+                if diff:
+                    why = f"parameters of {name}: {diff.describe()}"
+            else:
+                why = f"called {action.get('name')} instead of {name}"
+        elif ptype == REPLY:
+            why = f"a reply where a call to {name} was expected"
         out.correct = out.params_correct
     else:
         raise ValueError(f"unknown expected type {etype!r}")
-    if ptype == INVALID and not out.reason:
-        out.reason = "the reply could not be parsed"
+    if ptype == INVALID:
+        why = str(action.get("reason") or "the answer could not be read")
+    note = str(action.get("note") or "")
+    out.reason = "; ".join(part for part in (why, note) if part)
     return out
 
 
@@ -222,98 +239,18 @@ def compute_metrics(outcomes: Iterable[Outcome], *, bootstrap: int = 0, seed: in
     counts = _metrics_from_rows(rows)
     result = {k: Metric(k, METRIC_LABELS[k], *counts[k]) for k in METRIC_KEYS}
     if bootstrap and rows:
-        intervals = bootstrap_intervals(rows, bootstrap, seed=seed, level=level)
+        intervals = bootstrap_intervals(rows, bootstrap, METRIC_KEYS, seed=seed, level=level)
         for k, (lo, hi) in intervals.items():
             result[k].ci_low, result[k].ci_high = lo, hi
     return result
 
 
-def percentile(sorted_values: list[float], q: float) -> float:
-    if not sorted_values:
-        return float("nan")
-    pos = q * (len(sorted_values) - 1)
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
-def bootstrap_intervals(rows: list[list[int]], n: int, *, seed: int = 0,
-                        level: float = 0.95) -> dict[str, tuple[float | None, float | None]]:
-    rng = random.Random(seed)
-    k = len(rows)
-    columns = [list(col) for col in zip(*rows)]
-    population = range(k)
-    samples: dict[str, list[float]] = {key: [] for key in METRIC_KEYS}
-    for _ in range(n):
-        idx = rng.choices(population, k=k)
-        for i, key in enumerate(METRIC_KEYS):
-            den = sum(map(columns[2 * i + 1].__getitem__, idx))
-            if den:
-                samples[key].append(sum(map(columns[2 * i].__getitem__, idx)) / den)
-    alpha = (1 - level) / 2
-    out: dict[str, tuple[float | None, float | None]] = {}
-    for key, values in samples.items():
-        values.sort()
-        out[key] = (percentile(values, alpha), percentile(values, 1 - alpha)) if values else (None, None)
-    return out
-
-
-@dataclass
-class Difference:
-    """Metric of run A minus the same metric of run B on the same conversations, with a paired
-    bootstrap percentile interval (both runs resampled with the same conversations)."""
-
-    key: str
-    label: str
-    diff: float | None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    conversations: int = 0
-
-    @property
-    def significant(self) -> bool:
-        """The interval excludes zero."""
-        return self.ci_low is not None and self.ci_high is not None and (self.ci_low > 0 or self.ci_high < 0)
-
-
-def _ratio(columns: list[list[int]], i: int, idx) -> float | None:
-    den = sum(map(columns[2 * i + 1].__getitem__, idx))
-    return sum(map(columns[2 * i].__getitem__, idx)) / den if den else None
-
-
 def paired_differences(a: Iterable[Outcome], b: Iterable[Outcome], *, bootstrap: int = 1000, seed: int = 0,
                        level: float = 0.95) -> dict[str, Difference]:
-    """A − B for each metric over the conversations both runs judged (two agents on one release).
-
-    Resampling whole conversations once for both runs keeps the pairing, so the interval reflects
-    how differently the two agents did on the same tests, not the spread of each alone."""
-    rows_a, rows_b = _conversation_rows(a), _conversation_rows(b)
-    shared = sorted(set(rows_a) & set(rows_b), key=str)
-    k = len(shared)
-    cols_a = [list(col) for col in zip(*(rows_a[c] for c in shared))] if k else []
-    cols_b = [list(col) for col in zip(*(rows_b[c] for c in shared))] if k else []
-    everything = range(k)
-    out: dict[str, Difference] = {}
-    for i, key in enumerate(METRIC_KEYS):
-        va = _ratio(cols_a, i, everything) if k else None
-        vb = _ratio(cols_b, i, everything) if k else None
-        out[key] = Difference(key, METRIC_LABELS[key], None if va is None or vb is None else va - vb,
-                              conversations=k)
-    if not (bootstrap and k):
-        return out
-    rng = random.Random(seed)
-    samples: dict[str, list[float]] = {key: [] for key in METRIC_KEYS}
-    for _ in range(bootstrap):
-        idx = rng.choices(everything, k=k)
-        for i, key in enumerate(METRIC_KEYS):
-            va, vb = _ratio(cols_a, i, idx), _ratio(cols_b, i, idx)
-            if va is not None and vb is not None:
-                samples[key].append(va - vb)
-    alpha = (1 - level) / 2
-    for key, values in samples.items():
-        if values and out[key].diff is not None:
-            values.sort()
-            out[key].ci_low, out[key].ci_high = percentile(values, alpha), percentile(values, 1 - alpha)
-    return out
+    """A − B for each metric over the conversations both runs judged (two agents on one release),
+    with paired bootstrap intervals (evaluation/intervals.py)."""
+    return paired_bootstrap(_conversation_rows(a), _conversation_rows(b), METRIC_KEYS, METRIC_LABELS,
+                            bootstrap=bootstrap, seed=seed, level=level)
 
 
 def breakdown(outcomes: list[Outcome], key: str) -> dict[str, dict[str, Metric]]:

@@ -45,8 +45,9 @@ class Agent(models.Model):
     system_prompt = models.TextField(blank=True, help_text="own-prompt agents: the agent's own system prompt")
     auth_header = models.CharField(max_length=100, blank=True, default="Authorization",
                                    help_text="HTTP agents: the header carrying the secret named by api_key_env")
-    timeout = models.FloatField(default=30.0, help_text="HTTP agents: seconds per request")
-    retries = models.PositiveSmallIntegerField(default=2, help_text="HTTP agents: retries on 429/5xx/timeouts")
+    # 20 s and one retry bound a hung agent to about 40 s per test (issue #27).
+    timeout = models.FloatField(default=20.0, help_text="HTTP agents: seconds per request")
+    retries = models.PositiveSmallIntegerField(default=1, help_text="HTTP agents: retries on 429/5xx/timeouts")
     max_concurrency = models.PositiveSmallIntegerField(default=8, help_text="HTTP agents: requests in flight at most")
 
     class Meta:
@@ -138,14 +139,20 @@ class EvaluationRun(RunBase):
     rejudged_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT,
                                       related_name="rejudgements")
     comparison = models.CharField(max_length=16, default="exact",
-                                  help_text="exact (names exactly, values after JSON-type normalisation) or lenient")
+                                  help_text="exact (names exactly, values by JSON type and value) or lenient")
     trials = models.PositiveSmallIntegerField(default=1, help_text="answers asked per test (pass^k, pass@k)")
     dst = models.BooleanField(default=False, help_text="also ask the agent for the dialogue state at each test")
+    # Issue #27: above this share of tests without a readable answer (outages and unreadable
+    # answers) the run ends failed: its figures would measure the connection, not the agent.
+    max_error_share = models.FloatField(default=0.10, help_text="the run fails when more of its tests than this "
+                                        "share got no answer or an unreadable one")
 
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="run_status_valid"),
+            models.CheckConstraint(condition=Q(max_error_share__gte=0) & Q(max_error_share__lte=1),
+                                   name="run_max_error_share_range"),
             models.CheckConstraint(condition=Q(similarity__in=["bertscore", "lexical"]), name="run_similarity_valid"),
             models.CheckConstraint(condition=Q(comparison__in=["exact", "lenient"]), name="run_comparison_valid"),
             models.CheckConstraint(condition=Q(trials__gte=1), name="run_trials_positive"),

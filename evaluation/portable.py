@@ -14,7 +14,8 @@ from evaluation.runner.release_file import FLOWGRAPH_KEY, FORMAT, HEADER_KEY
 
 def portable_header(release: Release) -> dict[str, Any]:
     return {HEADER_KEY: {
-        "format": FORMAT, "name": release.name, "version": release.version, "kind": release.kind,
+        # The id and content hash identify the release: the runner refuses a baseline of another one.
+        "format": FORMAT, "id": release.pk, "name": release.name, "version": release.version, "kind": release.kind,
         "content_hash": release.content_hash, "created_at": release.created_at.isoformat(),
         "licence": release.licence, "filters": release.filters, "tests": release.entries.count(),
         "manifest": release.manifest,

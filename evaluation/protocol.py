@@ -14,8 +14,9 @@ Request (one test)::
      "ids": {"release": "...", "conversation": 12, "test": 345}}
 
 Response: an OpenAI assistant message (``{"role": "assistant", "content": ..., "tool_calls": [...]}``),
-a whole chat completion (``{"choices": [{"message": ...}]}``), or ``{"type": "reply", "content"}`` /
-``{"type": "api_call", "name", "parameters"}``.
+a whole chat completion (``{"choices": [{"message": ...}]}``), ``{"type": "reply", "content"}`` /
+``{"type": "api_call", "name", "parameters"}``, or an untagged ``{"name", "arguments"}``; JSON of
+these in a message's content is read too (evaluation/reader.py has every shape and rule).
 """
 from __future__ import annotations
 

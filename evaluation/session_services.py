@@ -21,6 +21,7 @@ from django.utils import timezone
 from curation.models import Release
 from curation.releases.services import release_test_rows
 from evaluation import metrics as M
+from evaluation import reader as R
 from evaluation import sessions as SS
 from evaluation.models import Agent, ResultState, RunStatus, SessionResult, SessionRun
 from evaluation.services import (
@@ -127,7 +128,7 @@ def _task(data: dict[str, Any]) -> SS.SessionTask:
 def simulate_session(run: SessionRun, task: SS.SessionTask, data: dict[str, Any], *, key: str) -> dict[str, Any]:
     """Converse until the simulated user ends or max_turns user turns have passed, then judge.
     Raises LLMUnavailable / LLMFailed, and JudgeOutputError when every verdict was malformed."""
-    from generation.llm import chat
+    from generation.llm import LLMFailed, chat
 
     history: list[dict[str, Any]] = []
     predicted: list[SS.Call] = []
@@ -147,7 +148,9 @@ def simulate_session(run: SessionRun, task: SS.SessionTask, data: dict[str, Any]
         for step in range(SS.MAX_AGENT_STEPS):
             answer = agent_answer(run.agent, {**data, "context": list(history)}, key=f"{key}:t{turn}s{step}",
                                   release_id=run.release_id)
-            action = answer.action
+            action = answer.action  # read by evaluation/reader.py, as in turn-level runs
+            if R.is_outage(action):  # no answer: the session failed (resume retries it), not a turn
+                raise LLMFailed(f"the agent gave no answer: {action.get('reason')}")
             if action.get("type") == M.REPLY:
                 history.append({"role": "assistant", "content": str(action.get("content", ""))})
                 break

@@ -54,13 +54,13 @@ def run_create(request: HttpRequest) -> HttpResponse:
         messages.error(request, "The run could not be created: " + "; ".join(
             f"{field}: {' '.join(errs)}" for field, errs in form.errors.items()))
         return redirect("evaluation:runs")
+    data = form.cleaned_data
     try:
-        run = services.run_create(agent=form.cleaned_data["agent"], release=form.cleaned_data["release"],
-                                  created_by=request.user, similarity=form.cleaned_data["similarity"],
-                                  threshold=form.cleaned_data["threshold"],
-                                  concurrency=form.cleaned_data["concurrency"],
-                                  comparison=form.cleaned_data["comparison"] or M.EXACT, trials=form.cleaned_data["trials"] or 1,
-                                  dst=form.cleaned_data["dst"])
+        run = services.run_create(agent=data["agent"], release=data["release"], created_by=request.user,
+                                  similarity=data["similarity"], threshold=data["threshold"],
+                                  concurrency=data["concurrency"], comparison=data["comparison"] or M.EXACT,
+                                  trials=data["trials"] or 1, dst=data["dst"],
+                                  max_error_share=0.1 if data["max_error_share"] is None else data["max_error_share"])
     except (services.EvaluationError, S.SimilarityUnavailable) as exc:
         messages.error(request, str(exc))
         return redirect("evaluation:runs")
@@ -68,7 +68,14 @@ def run_create(request: HttpRequest) -> HttpResponse:
     return redirect("evaluation:run_detail", run_id=run.pk)
 
 
-def _status_context(run: EvaluationRun) -> dict:
+def _health(errors: dict | None) -> dict | None:
+    if not errors:
+        return None
+    return {**errors, "share_pct": f"{100 * float(errors.get('share') or 0):.1f}",
+            "limit_pct": f"{100 * float(errors.get('limit') or 0):g}"}
+
+
+def _status_context(run: EvaluationRun, report: dict | None = None) -> dict:
     """What the run's status card shows (the page and its polled fragment)."""
     return {
         "run": run, "progress": services.run_progress(run),
@@ -76,6 +83,8 @@ def _status_context(run: EvaluationRun) -> dict:
         "similarity_detail": (run.metrics or {}).get("similarity_detail") or S.describe(run.similarity),
         "comparison_detail": M.COMPARISONS.get(run.comparison, run.comparison),
         "unparseable": run.results.filter(state=ResultState.DONE, predicted_type=M.INVALID).count(),
+        # A stopped run's stored (or live) report says whether it measured the agent (run_health).
+        "health": None if run.is_active else _health((report or services.run_current_report(run)).get("errors")),
         "rejudge_form": RejudgeForm(initial={"similarity": S.AUTO, "threshold": run.threshold}),
         "rejudgements": run.rejudgements.order_by("-id")[:20],
     }
@@ -104,7 +113,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         results = results.filter(state=ResultState.FAILED)
     page = Paginator(results, 50).get_page(request.GET.get("page"))
     return render(request, "evaluation/run_detail.html", {
-        **_status_context(run), "report": report, "metrics": _metric_rows(report),
+        **_status_context(run, report), "report": report, "metrics": _metric_rows(report),
         "metrics_answered": _metric_rows({"metrics": report.get("metrics_answered")}),
         "by_noise": _breakdown_rows(report.get("by_noise")),
         "by_stage": _breakdown_rows(report.get("by_stage")),

@@ -70,12 +70,48 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
     return doc
 
 
+def _label(release: dict[str, Any]) -> str:
+    name = f"{release.get('name', 'release')}@{release['version']}" if release.get("version") is not None \
+        else str(release.get("name") or release.get("label") or "a release file")
+    ids = [f"id {release['id']}" if release.get("id") is not None else "",
+           f"content hash {str(release['content_hash'])[:12]}…" if release.get("content_hash") else ""]
+    return name + (f" ({', '.join(i for i in ids if i)})" if any(ids) else "")
+
+
+def check_same_release(current: dict[str, Any], baseline: dict[str, Any], where: str = "--baseline") -> None:
+    """Refuse a baseline from another release: the release id and the content hash must agree
+    where both sides carry them (a file without a header: the hash of its test lines)."""
+    base = baseline.get("release")
+    if not isinstance(base, dict):
+        raise GateError(f"{where}: the file names no release (write it with --json of this version); it cannot "
+                        "be matched to this release")
+    compared = False
+    for key in ("id", "content_hash", "tests_sha256"):
+        mine, theirs = current.get(key), base.get(key)
+        if mine in (None, "") or theirs in (None, ""):
+            continue
+        if key == "tests_sha256" and compared:
+            continue  # the id and content hash decide; the file's bytes may differ between exports
+        compared = True
+        if str(mine) != str(theirs):
+            raise GateError(f"{where}: the baseline is from {_label(base)}, not {_label(current)}: results of "
+                            "another release cannot be compared")
+    if not compared:
+        raise GateError(f"{where}: the baseline carries no release id or content hash to match "
+                        f"{_label(current)} against")
+
+
 def check_baseline(records: list[dict[str, Any]], metrics: dict[str, Any], baseline: dict[str, Any], *,
                    bootstrap: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
+    """Regression gates against a baseline of the same release (check_same_release first). Only
+    the first trial of either side is compared, as the seven metrics are."""
     current = M.metrics_from_json(metrics)
     base = M.metrics_from_json(baseline["metrics"])
     gates = []
+    records = [r for r in records if not r.get("trial")]
     base_records = baseline.get("tests")
+    if isinstance(base_records, list):
+        base_records = [r for r in base_records if not (isinstance(r, dict) and r.get("trial"))]
     if isinstance(base_records, list) and base_records and records:
         try:
             base_outcomes = [outcome_of(r) for r in base_records]

@@ -1,6 +1,15 @@
 """JUnit XML as CI systems read it (Jenkins, GitLab, GitHub Actions reporters): one <testsuite>
-of the release's tests, one <testcase> per test with a <failure message="expected … | got …">
-when the agent was wrong, and one <testsuite> of the gates."""
+of the release's tests, one <testcase> per test and trial, and one <testsuite> of the gates.
+
+* a wrong answer is a ``<failure message="expected … | got … | reason">`` (types
+  ``wrong_reply``, ``wrong_api_call``);
+* a test the agent did not answer (an outage) or answered unreadably is an ``<error>`` (types
+  ``no_answer``, ``unreadable``): the agent or the infrastructure failed, not the agent's decision;
+* the suites' ``tests``, ``failures`` and ``errors`` count their cases; ``time`` is the run's wall
+  time (a case's time is its latency);
+* the gates suite holds one case per gate, and a ``run health`` case that is an ``<error>`` when
+  the run failed (too many tests without a readable answer, or the circuit breaker stopped it).
+"""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -9,47 +18,68 @@ from typing import Any
 
 from evaluation.runner.core import failure_message
 
+# (classname, name, seconds, element "failure" | "error" | None, message, type, detail)
+Case = tuple[str, str, float, str | None, str, str, str]
 
-def _suite(parent: ET.Element, name: str, cases: list[tuple[str, str, float, str | None, str, str]],
-           timestamp: str, properties: dict[str, str]) -> ET.Element:
+
+def _suite(parent: ET.Element, name: str, cases: list[Case], elapsed: float, timestamp: str,
+           properties: dict[str, str]) -> ET.Element:
     """A <testsuite> with every attribute and child the Ant/Jenkins junit-10 schema requires
     (package, id, hostname, timestamp, properties, system-out, system-err)."""
-    failures = sum(1 for c in cases if c[3] is not None)
     suite = ET.SubElement(parent, "testsuite", name=name, package=name, id=str(len(parent)),
-                          hostname="localhost", tests=str(len(cases)), failures=str(failures), errors="0",
-                          skipped="0", time=f"{sum(c[2] for c in cases):.3f}", timestamp=timestamp[:19])
+                          hostname="localhost", tests=str(len(cases)),
+                          failures=str(sum(c[3] == "failure" for c in cases)),
+                          errors=str(sum(c[3] == "error" for c in cases)),
+                          skipped="0", time=f"{elapsed:.3f}", timestamp=timestamp[:19])
     props = ET.SubElement(suite, "properties")
     for key, value in properties.items():
         ET.SubElement(props, "property", name=key, value=value)
-    for classname, casename, seconds, message, kind, detail in cases:
+    for classname, casename, seconds, element, message, kind, detail in cases:
         case = ET.SubElement(suite, "testcase", classname=classname, name=casename, time=f"{seconds:.3f}")
-        if message is not None:
-            failure = ET.SubElement(case, "failure", message=message, type=kind)
-            failure.text = detail
+        if element is not None:
+            ET.SubElement(case, element, message=message, type=kind).text = detail
     ET.SubElement(suite, "system-out").text = ""
     ET.SubElement(suite, "system-err").text = ""
     return suite
 
 
+def _test_case(r: dict[str, Any], release: str) -> Case:
+    name = f"test {r['test_id']} (position {r.get('position')}, trial {int(r.get('trial') or 0)})"
+    classname = f"{release}.conversation_{r['conversation_id']}"
+    seconds = (r.get("latency_ms") or 0) / 1000.0
+    if r["correct"]:
+        return classname, name, seconds, None, "", "", ""
+    message = failure_message(r)
+    detail = message + (f"\n\nraw answer:\n{r['raw'][:4000]}" if r.get("raw") else "")
+    if r["predicted_type"] == "failed":
+        return classname, name, seconds, "error", message, "no_answer", detail
+    if r["predicted_type"] == "invalid":
+        return classname, name, seconds, "error", message, "unreadable", detail
+    return classname, name, seconds, "failure", message, f"wrong_{r['expected_type']}", detail
+
+
 def write_junit(path: str | Path, records: list[dict[str, Any]], gates: list[dict[str, Any]], *,
-                release: str, elapsed: float, timestamp: str, properties: dict[str, str] | None = None) -> None:
-    root = ET.Element("testsuites", name="almita", tests=str(len(records) + len(gates)),
-                      failures=str(sum(not r["correct"] for r in records) + sum(not g["passed"] for g in gates)),
-                      errors="0", time=f"{elapsed:.3f}")
-    cases = []
-    for r in records:
-        message = None if r["correct"] else failure_message(r)
-        kind = "protocol_error" if r["predicted_type"] == "invalid" else f"wrong_{r['expected_type']}"
-        detail = message + (f"\n\nraw answer:\n{r['raw'][:4000]}" if r.get("raw") else "") if message else ""
-        cases.append((f"{release}.conversation_{r['conversation_id']}",
-                      f"test {r['test_id']} (position {r.get('position')})",
-                      (r.get("latency_ms") or 0) / 1000.0, message, kind, detail))
+                release: str, elapsed: float, timestamp: str, properties: dict[str, str] | None = None,
+                health: dict[str, Any] | None = None) -> None:
+    """`health`: the report's "errors" section (evaluation.run_health.Health.to_json)."""
     props = {"release": release, **(properties or {})}
-    _suite(root, release, cases, timestamp, props)
-    if gates:
-        _suite(root, f"{release}.gates", [(f"{release}.gates", g["name"], 0.0,
-                                           None if g["passed"] else g["message"], f"gate_{g['kind']}", g["message"])
-                                          for g in gates], timestamp, props)
+    root = ET.Element("testsuites", name="almita")
+    tests = [_test_case(r, release) for r in records]
+    _suite(root, release, tests, elapsed, timestamp, props)
+    gate_cases: list[Case] = []
+    if health is not None:
+        share = f"{100 * float(health.get('limit', 0.1)):g} %"
+        gate_cases.append((f"{release}.gates", f"run health: at most {share} of tests without a readable answer",
+                           0.0, "error" if health.get("failed") else None, str(health.get("reason") or ""),
+                           "agent_failed", str(health.get("reason") or "")))
+    gate_cases += [(f"{release}.gates", g["name"], 0.0, None if g["passed"] else "failure", g["message"],
+                    f"gate_{g['kind']}", g["message"]) for g in gates]
+    if gate_cases:
+        _suite(root, f"{release}.gates", gate_cases, 0.0, timestamp, props)
+    suites = list(root)
+    for attr in ("tests", "failures", "errors"):
+        root.set(attr, str(sum(int(s.get(attr)) for s in suites)))
+    root.set("time", f"{elapsed:.3f}")
     tree = ET.ElementTree(root)
     ET.indent(tree)
     tree.write(path, encoding="utf-8", xml_declaration=True)

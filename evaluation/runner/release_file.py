@@ -1,12 +1,15 @@
 """The portable release file: one JSON Lines file that a CI job can evaluate without the product.
 
-Line 1 is the header ``{"almita_release": {"format": "almita-release/1", "name", "version", ...}}``;
+Line 1 is the header ``{"almita_release": {"format": "almita-release/1", "id", "name", "version",
+"content_hash", ...}}`` (the release's id and content hash identify it: a baseline from another
+release is refused);
 optional ``{"almita_flowgraph": {"id", "graph"}}`` lines carry the workflows (for Mermaid or
 pseudo-code knowledge); every other line is one frozen test row, exactly as in the release's
 tests.jsonl. A plain tests.jsonl (no header) is read too. Pure Python: no Django.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +29,14 @@ class ReleaseFile:
     meta: dict[str, Any]
     tests: list[dict[str, Any]]
     flowgraphs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tests_sha256: str = ""  # of the test lines as read: identifies a file without a header
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What the results document records of the release, so a baseline can be matched."""
+        keys = ("id", "name", "version", "content_hash")
+        return {**{k: self.meta[k] for k in keys if self.meta.get(k) not in (None, "")},
+                "tests_sha256": self.tests_sha256}
 
     @property
     def label(self) -> str:
@@ -64,6 +75,7 @@ def parse_lines(lines, name: str = "<release>") -> ReleaseFile:
     tests: list[dict[str, Any]] = []
     flowgraphs: dict[str, dict[str, Any]] = {}
     seen: set[str] = set()
+    digest = hashlib.sha256()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -94,13 +106,14 @@ def parse_lines(lines, name: str = "<release>") -> ReleaseFile:
             raise ReleaseFileError(f"{where}: test_id {key} appears twice")
         seen.add(key)
         tests.append(row)
+        digest.update(line.strip().encode() + b"\n")
     if not tests:
         raise ReleaseFileError(f"{name}: the file holds no tests")
     declared = meta.get("tests")
     if isinstance(declared, int) and declared != len(tests):
         raise ReleaseFileError(f"{name}: the header announces {declared} tests but the file holds {len(tests)}"
                                " (truncated?)")
-    return ReleaseFile(meta=meta, tests=tests, flowgraphs=flowgraphs)
+    return ReleaseFile(meta=meta, tests=tests, flowgraphs=flowgraphs, tests_sha256=digest.hexdigest())
 
 
 def load(path: str | Path) -> ReleaseFile:

@@ -24,7 +24,14 @@ from evaluation.services.agents import (  # noqa: F401
     with_workflow,
 )
 from evaluation.services.common import BOOTSTRAP_SAMPLES, LLM_STAGE, EvaluationError  # noqa: F401
-from evaluation.services.downloads import RESULT_COLUMNS, api_confusions, pending_count, run_result_rows  # noqa: F401
+from evaluation.services.downloads import (  # noqa: F401
+    RESULT_COLUMNS,
+    api_confusions,
+    pending_count,
+    result_row,
+    result_rows_query,
+    run_result_rows,
+)
 from evaluation.services.lifecycle import (  # noqa: F401
     cancel_run,
     claim_pending,

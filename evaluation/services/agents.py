@@ -90,6 +90,8 @@ def agent_check(agent: Agent) -> tuple[bool, str]:
     except LLMFailed as exc:
         return False, f"{agent.name}: the endpoint failed after retries: {exc}"
     kind = answer.action.get("type")
+    if R.is_outage(answer.action):
+        return False, f"{agent.name}: no answer: {answer.action.get('reason', 'the connection failed')}"
     if kind == M.REPLY:
         said = str(answer.action.get("content", ""))
         return True, (f"{agent.name} answered in {answer.latency_ms} ms with a reply: "
@@ -97,7 +99,7 @@ def agent_check(agent: Agent) -> tuple[bool, str]:
     if kind == M.API_CALL:
         return True, (f"{agent.name} answered in {answer.latency_ms} ms with a call to {answer.action.get('name')} "
                       f"(a reply asking for the order id was expected, but the format is understood)")
-    return False, (f"{agent.name} answered in {answer.latency_ms} ms, but the answer could not be parsed: "
+    return False, (f"{agent.name} answered in {answer.latency_ms} ms, but the answer could not be read: "
                    f"{answer.action.get('reason', 'unknown format')}")
 
 

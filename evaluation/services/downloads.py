@@ -23,28 +23,40 @@ def _action_text(action: dict[str, Any]) -> str:
     return ""
 
 
+RESULT_VALUES = ("entry__test_id", "entry__conversation_id", "entry__position", "trial", "entry__data__noise_kinds",
+                 "entry__data__expected", "predicted_type", "parsed", "similarity", "reply_recalled", "reply_correct",
+                 "api_recalled", "api_correct", "params_correct", "correct", "error", "state", "latency_ms",
+                 "raw_reply")
+
+
+def result_rows_query(run: EvaluationRun):
+    """The run's results in conversation order, trial by trial, as RESULT_VALUES tuples."""
+    return (run.results.order_by("entry__conversation_id", "entry__position", "entry__test_id", "trial")
+            .values_list(*RESULT_VALUES))
+
+
+def result_row(run: EvaluationRun, values: tuple) -> dict[str, Any]:
+    """One RESULT_VALUES tuple as a RESULT_COLUMNS dict, with how "correct" was decided (the file
+    may travel without the run page) and the 0-based trial index."""
+    (test_id, conv, pos, trial, noise, expected, ptype, parsed, sim, rr, rc, ar, ac, pc, correct, error, state,
+     latency, raw) = values
+    expected = expected or {}
+    return {
+        "test_id": test_id, "conversation_id": conv, "position": pos, "trial": trial,
+        "noise_kinds": ",".join(noise or []),
+        "expected_type": expected.get("type", ""), "expected": _action_text(expected),
+        "predicted_type": ptype, "answer": _action_text(parsed or {}),
+        "similarity": "" if sim is None else f"{sim:.4f}", "reply_recalled": int(rr), "reply_correct": int(rc),
+        "api_recalled": int(ar), "api_correct": int(ac), "params_correct": int(pc), "correct": int(correct),
+        "reason": error, "state": state, "latency_ms": latency, "raw_reply": raw,
+        "similarity_method": run.similarity, "threshold": run.threshold, "comparison": run.comparison,
+    }
+
+
 def run_result_rows(run: EvaluationRun, chunk_size: int = 500):
-    """One dict per test of the run (RESULT_COLUMNS), in conversation order, for downloads."""
-    # How "correct" was decided, on every row: the file may travel without the run page.
-    how = {"similarity_method": run.similarity, "threshold": run.threshold, "comparison": run.comparison}
-    rows = (run.results.order_by("entry__conversation_id", "entry__position", "entry__test_id", "trial")
-            .values_list("entry__test_id", "entry__conversation_id", "entry__position", "trial",
-                         "entry__data__noise_kinds",
-                         "entry__data__expected", "predicted_type", "parsed", "similarity", "reply_recalled",
-                         "reply_correct", "api_recalled", "api_correct", "params_correct", "correct", "error",
-                         "state", "latency_ms", "raw_reply"))
-    for (test_id, conv, pos, trial, noise, expected, ptype, parsed, sim, rr, rc, ar, ac, pc, correct, error, state,
-         latency, raw) in rows.iterator(chunk_size=chunk_size):
-        expected = expected or {}
-        yield {
-            "test_id": test_id, "conversation_id": conv, "position": pos, "trial": trial,
-            "noise_kinds": ",".join(noise or []),
-            "expected_type": expected.get("type", ""), "expected": _action_text(expected),
-            "predicted_type": ptype, "answer": _action_text(parsed or {}),
-            "similarity": "" if sim is None else f"{sim:.4f}", "reply_recalled": int(rr), "reply_correct": int(rc),
-            "api_recalled": int(ar), "api_correct": int(ac), "params_correct": int(pc), "correct": int(correct),
-            "reason": error, "state": state, "latency_ms": latency, "raw_reply": raw, **how,
-        }
+    """One dict per test and trial of the run (RESULT_COLUMNS), in conversation order, for downloads."""
+    for values in result_rows_query(run).iterator(chunk_size=chunk_size):
+        yield result_row(run, values)
 
 
 def api_confusions(run: EvaluationRun, limit: int = 20) -> list[dict[str, Any]]:

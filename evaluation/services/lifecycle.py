@@ -116,7 +116,8 @@ def fail_run(model, run_id: int, error: str) -> None:
 
 def finish_run(model, run_id: int, *, report_fn, done_key: str, failed_message: str) -> bool:
     """When no result is pending or in flight: store the report (`report_fn(run)`, with `failed`
-    and `done_key` counts) and close the run, failed if any result failed (idempotent)."""
+    and `done_key` counts) and close the run (idempotent): failed with the report's `fail_reason`
+    when it has one (evaluation/run_health.py), else failed if any result failed."""
     run = model.objects.get(pk=run_id)
     if run.status != RunStatus.RUNNING or run.results.filter(
             state__in=[ResultState.PENDING, ResultState.RUNNING]).exists():
@@ -127,9 +128,12 @@ def finish_run(model, run_id: int, *, report_fn, done_key: str, failed_message: 
         if run.status != RunStatus.RUNNING:
             return False
         run.metrics, run.done, run.finished_at = report, report[done_key], timezone.now()
+        reasons = [report["fail_reason"]] if report.get("fail_reason") else []
         if report["failed"]:
+            reasons.append(failed_message.format(failed=report["failed"]))
+        if reasons:
             run.status = RunStatus.FAILED
-            run.error = failed_message.format(failed=report["failed"])
+            run.error = "; ".join(reasons)
         else:
             run.status = RunStatus.SUCCEEDED
         run.save(update_fields=["metrics", "done", "finished_at", "status", "error"])

@@ -9,6 +9,7 @@ from django.db.models import Count, Q
 from curation.models import Release
 from curation.releases.services import release_test_rows
 from evaluation import metrics as M
+from evaluation import run_health as H
 from evaluation import similarity as S
 from evaluation import trials as T
 from evaluation.models import EvaluationRun, ResultState, RunStatus
@@ -73,6 +74,8 @@ def run_report(run: EvaluationRun, *, bootstrap: int = 0) -> dict[str, Any]:
     states = dict(run.results.values_list("state").annotate(n=Count("id")).values_list("state", "n"))
     metrics = M.compute_metrics(outcomes, bootstrap=bootstrap, seed=run.pk or 0)
     unanswered = len(outcomes) - len(answered)
+    # Every trial's answers count towards the run's health (evaluation/run_health.py).
+    health = H.health_of((o.predicted_type for _pk, _t, o in trial_outcomes), limit=run.max_error_share)
     report = {
         "similarity": run.similarity,
         "similarity_detail": S.describe(run.similarity),
@@ -82,8 +85,10 @@ def run_report(run: EvaluationRun, *, bootstrap: int = 0) -> dict[str, Any]:
         "evaluated": states.get(ResultState.DONE, 0),
         "failed": states.get(ResultState.FAILED, 0),
         "unanswered": unanswered,
-        "complete": unanswered == 0,
+        "complete": unanswered == 0 and not health.failed,
         "unparseable": sum(1 for o in answered if o.predicted_type == M.INVALID),
+        "errors": health.to_json(),
+        "fail_reason": health.reason(),
         "bootstrap": bootstrap,
         "metrics": M.metrics_to_json(metrics),
         "metrics_answered": M.metrics_to_json(M.compute_metrics(answered, bootstrap=bootstrap, seed=run.pk or 0)),

@@ -22,9 +22,11 @@ from django.utils import timezone
 from curation.models import Release
 from curation.releases.services import release_test_row
 from evaluation import metrics as M
+from evaluation import reader as R
+from evaluation import run_health as H
 from evaluation import similarity as S
 from evaluation.agent_kinds import lanes_for  # issue #18: an HTTP agent caps the run's lanes
-from evaluation.models import Agent, EvaluationRun, ResultState, RunStatus, TestResult
+from evaluation.models import Agent, AgentMode, EvaluationRun, ResultState, RunStatus, TestResult
 from evaluation.services.agents import agent_answer
 from evaluation.services.common import BOOTSTRAP_SAMPLES, EvaluationError
 from evaluation.services.dialogue import agent_state
@@ -41,24 +43,31 @@ from evaluation.services.reports import run_report
 from generation.pipeline.dialogue_actions import answer_action
 
 MAX_TRIALS = 20
+# The kinds whose sampling temperature the product sets; an HTTP agent samples as it does.
+SAMPLED_BY_TEMPERATURE = (AgentMode.PROMPT, AgentMode.FUNCTIONS, AgentMode.OWN_PROMPT)
 
 
 @transaction.atomic
 def run_create(*, agent: Agent, release: Release, created_by=None, similarity: str = S.AUTO,
                threshold: float | None = None, concurrency: int | None = None, start: bool = True,
-               comparison: str = M.EXACT, trials: int = 1, dst: bool = False) -> EvaluationRun:
+               comparison: str = M.EXACT, trials: int = 1, dst: bool = False,
+               max_error_share: float = H.DEFAULT_MAX_ERROR_SHARE) -> EvaluationRun:
     """A queued run with one pending result per release test and trial; started by a worker after
-    commit. `trials` > 1 repeats each test (pass^k) and needs an agent with temperature > 0;
-    `dst` also asks the agent for the dialogue state at each test."""
+    commit. `trials` > 1 repeats each test (pass^k): an LLM agent whose temperature we set needs
+    temperature > 0; an HTTP agent is sampled as it is. `dst` also asks the agent for the
+    dialogue state at each test. Above `max_error_share` of tests without a readable answer the
+    run ends failed (evaluation/run_health.py)."""
     scorer = S.get_scorer(similarity)  # raises when BERTScore is asked for but not installed
     if comparison not in M.COMPARISONS:
         raise EvaluationError(f"unknown comparison {comparison!r}; choose one of {', '.join(M.COMPARISONS)}")
     trials = int(trials or 1)
     if not 1 <= trials <= MAX_TRIALS:
         raise EvaluationError(f"trials must be between 1 and {MAX_TRIALS}, not {trials}")
-    if trials > 1 and not agent.is_reference and agent.temperature <= 0:
+    if trials > 1 and agent.mode in SAMPLED_BY_TEMPERATURE and agent.temperature <= 0:
         raise EvaluationError(f"repeated trials need an agent with temperature > 0: {agent.name} has "
                               f"{agent.temperature}, so every trial would give the same answer")
+    if not 0.0 <= float(max_error_share) <= 1.0:
+        raise EvaluationError(f"the error share limit must lie in 0..1, not {max_error_share}")
     entry_ids = list(release.entries.values_list("pk", flat=True))
     if not entry_ids:
         raise EvaluationError(f"release {release} has no tests")
@@ -71,7 +80,7 @@ def run_create(*, agent: Agent, release: Release, created_by=None, similarity: s
         agent=agent, release=release, created_by=created_by, similarity=scorer.name,
         threshold=settings.BERTSCORE_THRESHOLD if threshold is None else threshold,
         concurrency=lanes_for(agent, concurrency or settings.LLM_MAX_CONCURRENCY), total=len(entry_ids) * trials,
-        comparison=comparison, trials=trials, dst=bool(dst),
+        comparison=comparison, trials=trials, dst=bool(dst), max_error_share=float(max_error_share),
     )
     TestResult.objects.bulk_create([TestResult(run=run, entry_id=pk, trial=t) for t in range(trials)
                                     for pk in entry_ids], batch_size=500)
@@ -124,9 +133,7 @@ def judge_answer(data: dict[str, Any], action: dict[str, Any], *, scorer: S.Scor
 
 def judged_fields(outcome: M.Outcome, action: dict[str, Any]) -> dict[str, Any]:
     """The TestResult columns that judging an answer sets (state DONE)."""
-    reason = outcome.reason
-    if action.get("note"):
-        reason = (reason + "; " if reason else "") + action["note"]
+    reason = outcome.reason  # why it is wrong, and the reader's note
     return {
         "state": ResultState.DONE, "predicted_type": outcome.predicted_type,
         "reply_recalled": outcome.reply_recalled, "reply_correct": outcome.reply_correct,
@@ -154,7 +161,7 @@ def run_step(*, run_id: int, run: EvaluationRun | None = None) -> bool:
 
     `run` may be passed in by a lane that already holds the row; its status is re-read anyway,
     so a cancel stops the lane at its next step."""
-    from generation.llm import LLMFailed, LLMUnavailable
+    from generation.llm import LLMUnavailable
 
     status = EvaluationRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
     if status != RunStatus.RUNNING:
@@ -169,32 +176,59 @@ def run_step(*, run_id: int, run: EvaluationRun | None = None) -> bool:
         return False
     data = release_test_row(result.entry)
     key = f"run{run.pk}:test{result.entry.test_id}" + (f":trial{result.trial}" if result.trial else "")
-    fields: dict[str, Any]
     try:
-        answer = agent_answer(run.agent, data, key=key, release_id=run.release_id)
-        outcome = judge_answer(data, answer.action, scorer=S.get_scorer(run.similarity), threshold=run.threshold,
-                               comparison=run.comparison)
+        fields = _answer_fields(run, result, data, key)
     except LLMUnavailable as exc:
         TestResult.objects.filter(pk=result.pk).update(state=ResultState.PENDING, claimed_at=None)
         run_fail(run_id=run_id, error=str(exc))
         return False
-    except (LLMFailed, S.SimilarityUnavailable) as exc:
-        fields = {"state": ResultState.FAILED, "error": f"call failed: {exc}"[:2000],
-                  "llm_call_id": getattr(exc, "call_id", None)}
-    else:
-        fields = {"raw_reply": answer.raw, "parsed": answer.action, "latency_ms": answer.latency_ms,
-                  "llm_call_id": answer.call_id, **judged_fields(outcome, answer.action),
-                  "predicted_action": answer_action(data.get("context") or [], answer.action)}
-        if run.dst:
-            try:
-                fields["predicted_state"] = agent_state(run.agent, result.entry, key=key)
-            except LLMFailed as exc:  # the action was answered; the state is missing (wrong)
-                fields["predicted_state"] = {"invalid": f"call failed: {exc}"[:500]}
     # Only the lane holding the claim writes; a stale lane that comes back late is ignored. The
     # run's `done` counter is set when the run finishes (pages count results while it runs), so
     # lanes never queue on the run row.
     TestResult.objects.filter(pk=result.pk, state=ResultState.RUNNING,
                               claimed_at=result.claimed_at).update(finished_at=timezone.now(), **fields)
+    if fields["state"] == ResultState.FAILED and _breaker_tripped(run_id):
+        return False
+    return True
+
+
+def _answer_fields(run: EvaluationRun, result: TestResult, data: dict[str, Any], key: str) -> dict[str, Any]:
+    """Ask the agent and judge its answer: the result's columns. No answer (a failed LLM call, an
+    HTTP outage) is a FAILED result, unanswered and wrong; resume retries it. Raises LLMUnavailable."""
+    from generation.llm import LLMFailed
+
+    try:
+        answer = agent_answer(run.agent, data, key=key, release_id=run.release_id)
+        if R.is_outage(answer.action):
+            return {"state": ResultState.FAILED, "error": str(answer.action.get("reason"))[:2000],
+                    "parsed": answer.action, "raw_reply": answer.raw, "latency_ms": answer.latency_ms}
+        outcome = judge_answer(data, answer.action, scorer=S.get_scorer(run.similarity), threshold=run.threshold,
+                               comparison=run.comparison)
+    except (LLMFailed, S.SimilarityUnavailable) as exc:
+        reason = f"call failed: {exc}"[:2000]
+        return {"state": ResultState.FAILED, "error": reason, "parsed": R.outage(reason),
+                "llm_call_id": getattr(exc, "call_id", None)}
+    fields = {"raw_reply": answer.raw, "parsed": answer.action, "latency_ms": answer.latency_ms,
+              "llm_call_id": answer.call_id, **judged_fields(outcome, answer.action),
+              "predicted_action": answer_action(data.get("context") or [], answer.action)}
+    if run.dst:
+        try:
+            fields["predicted_state"] = agent_state(run.agent, result.entry, key=key)
+        except LLMFailed as exc:  # the action was answered; the state is missing (wrong)
+            fields["predicted_state"] = {"invalid": f"call failed: {exc}"[:500]}
+    return fields
+
+
+def _breaker_tripped(run_id: int, after: int = H.BREAKER_AFTER) -> bool:
+    """The circuit breaker: when the run's last `after` finished tests all got no answer, fail the
+    run (its lanes stop at their next step; resume retries). Across worker processes, since it
+    reads the results."""
+    recent = list(TestResult.objects.filter(run_id=run_id, state__in=[ResultState.DONE, ResultState.FAILED])
+                  .order_by("-finished_at", "-id").values_list("state", "error")[:after])
+    if len(recent) < after or any(state != ResultState.FAILED for state, _ in recent):
+        return False
+    run_fail(run_id=run_id, error=H.breaker_message(after, recent[0][1]) + "; the tests not reached count as "
+             "unanswered; resume to retry them")
     return True
 
 
@@ -207,8 +241,8 @@ def run_finish_if_done(*, run_id: int) -> bool:
     """When no test is pending or in flight: store the report and close the run (idempotent)."""
     return finish_run(EvaluationRun, run_id, report_fn=lambda run: run_report(run, bootstrap=BOOTSTRAP_SAMPLES),
                       done_key="evaluated",
-                      failed_message="{failed} test(s) could not be evaluated (the LLM call failed): they count as wrong in "
-                                     "the metrics, which are incomplete; resume to "
+                      failed_message="{failed} test(s) got no answer (the agent could not be reached or its call "
+                                     "failed): they count as wrong in the metrics, which are incomplete; resume to "
                                      "retry them.")
 
 

@@ -66,7 +66,7 @@ TESTS = [
 # What the scripted agent answers (prompt mode), per test:
 SCRIPT = {
     1: json.dumps({"type": "reply", "parameters": {"content": "Can you give me your order ID?"}}),  # reply ok
-    2: json.dumps({"type": "get_order_details", "parameters": {"order_id": "812"}}),  # "812" == 812: correct
+    2: json.dumps({"type": "get_order_details", "parameters": {"order_id": 812}}),  # correct (typed: 812, a number)
     3: json.dumps({"type": "refund_order", "parameters": {"order_id": 812}}),  # reply expected, API called
     4: json.dumps({"type": "reply", "parameters": {"content": "What is your order number?"}}),  # API not recalled
     # right API; "  Damaged " is not "damaged" (exact comparison), equal under the lenient one
@@ -82,6 +82,7 @@ SCRIPT = {
 # replies expected: t1 t3 t6 t7 t10 = 5; the agent replied on t1 t6 t10 -> reply recall 3/5
 # correct reply among those: t1 t10 (t6 is unrelated text) -> 2/3
 # API calls expected: t2 t4 t5 t8 t9 = 5; called an API on t2 t5 t8 t9 -> API recall 4/5
+# ("812" for 812 would be wrong under the exact comparison: tests/evaluation/test_hand_cases.py)
 # right name among those: t2 t5 t8 -> 3/4; right parameters among those: t2 only (exact) -> 1/3
 # fully correct tests: t1 t2 t10 -> 3/10
 # conversations: 101 (t3 wrong), 102 (t4, t5, t6 wrong), 103 (all wrong), 104 (t10 ok) -> 1/4

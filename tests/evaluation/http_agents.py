@@ -81,7 +81,7 @@ def tool_call(name: str, args: dict) -> dict:
 # outcomes are the same as conftest.SCRIPT's, so the metrics are conftest.EXPECTED.
 HTTP_SCRIPT: dict[int, tuple[int, bytes, float]] = {
     1: ok({"type": "reply", "content": "Can you give me your order ID?"}),
-    2: ok(tool_call("get_order_details", {"order_id": "812"})),
+    2: ok(tool_call("get_order_details", {"order_id": 812})),
     3: ok({"type": "api_call", "name": "refund_order", "parameters": {"order_id": 812}}),
     4: ok({"role": "assistant", "content": "What is your order number?"}),
     5: ok({"choices": [{"message": tool_call("refund_order", {"order_id": 900, "reason": "  Damaged "})}]}),

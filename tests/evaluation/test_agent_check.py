@@ -41,7 +41,7 @@ def test_a_function_call(fake_openai, openai_settings):
 def test_unparseable_failing_and_missing_endpoints_are_reported(fake_openai, openai_settings, settings):
     fake_openai.set_handler(lambda body, n: Reply(content="Sure! I will greet them."))
     ok, message = services.agent_check(agent())
-    assert not ok and "could not be parsed" in message and "not a JSON object" in message
+    assert not ok and "could not be read" in message and "not a JSON object" in message
     settings.LLM_MAX_RETRIES = 1
     fake_openai.set_handler(lambda body, n: Reply.server_error(500))
     ok, message = services.agent_check(Agent.objects.get(name="probe-prompt"))

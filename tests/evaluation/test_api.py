@@ -2,6 +2,8 @@
 clear refusals, and the routes in the OpenAPI schema."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import transaction
 from rest_framework.test import APIClient
@@ -109,6 +111,8 @@ def test_agents_list_names_the_key_variable_never_a_key(personas, monkeypatch, d
 def test_schema_documents_the_evaluation_routes(personas, db):
     schema = client_for(personas, "researcher").get("/api/schema/?format=json").json()
     for path in ("/api/evaluation-runs/", "/api/evaluation-runs/{id}/rejudge/", "/api/evaluation-runs/{id}/cancel/",
-                 "/api/evaluation-runs/{id}/resume/", "/api/agents/"):
+                 "/api/evaluation-runs/{id}/resume/", "/api/evaluation-runs/{id}/results/", "/api/agents/"):
         assert path in schema["paths"], path
     assert "post" in schema["paths"]["/api/evaluation-runs/"]
+    results = schema["paths"]["/api/evaluation-runs/{id}/results/"]["get"]["responses"]["200"]
+    assert "trial" in json.dumps(results) or "Result" in json.dumps(results)

@@ -42,11 +42,14 @@ def test_results_csv_has_every_test_in_order_and_defuses_formulas(client, resear
     assert [int(r["test_id"]) for r in rows] == list(range(1, 11))  # conversation, then position order
     by = {int(r["test_id"]): r for r in rows}
     assert by[2]["expected"] == 'get_order_details({"order_id": 812})'
-    assert by[2]["answer"] == 'get_order_details({"order_id": "812"})' and by[2]["correct"] == "1"
+    assert by[2]["answer"] == 'get_order_details({"order_id": 812})' and by[2]["correct"] == "1"
     assert by[1]["similarity"] == "1.0000" and by[1]["reply_correct"] == "1"
     assert by[7]["predicted_type"] == "invalid" and "not a JSON object" in by[7]["reason"]
     assert by[7]["raw_reply"] == SCRIPT[7] and by[7]["answer"] == ""
     assert by[8]["noise_kinds"] == "out_of_procedure" and by[8]["api_correct"] == "1" and by[8]["params_correct"] == "0"
+    assert by[8]["reason"] == "parameters of cancel_order: order_id: expected 55 (number), got 56 (number)"
+    assert by[5]["reason"] == 'parameters of refund_order: reason: expected "damaged" (string), got "  Damaged " (string)'
+    assert by[9]["reason"] == "called cancel_order instead of get_order_details"
     # the agent's formula arrives as text, never as a live formula
     assert by[6]["answer"] == "'" + FORMULA and not any(v.startswith("=") for r in rows for v in r.values())
     assert sum(int(r["correct"]) for r in rows) == 3  # exact comparison: t5 " Damaged " is wrong
@@ -61,3 +64,11 @@ def test_missed_api_calls_are_counted_and_shown(client, researcher, run):
     html = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
     assert "Missed API calls" in html and "called cancel_order" in html and "replied instead" in html
     assert reverse("evaluation:run_results_csv", args=[run.pk]) in html
+
+
+def test_the_run_page_names_the_parameters_that_differ(client, researcher, run):
+    assert client.login(username=researcher.username, password=PASSWORD)
+    page = client.get(reverse("evaluation:run_detail", args=[run.pk]) + "?show=wrong").content.decode()
+    assert "parameters of cancel_order: order_id: expected 55 (number), got 56 (number)" in page
+    assert "parameters of refund_order: reason: expected &quot;damaged&quot; (string), got &quot;  Damaged &quot; (string)" in page
+    assert "called cancel_order instead of get_order_details" in page

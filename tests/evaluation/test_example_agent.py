@@ -66,7 +66,8 @@ def test_example_agent_through_the_worker_and_the_runner_gives_the_same_numbers(
                                   "--fail-under", "test_correct=0.3"],
                                  cwd=ROOT, env=runner_env, capture_output=True, text=True, timeout=120)
             assert out.returncode == 0, out.stdout + out.stderr
-            # Without the token the example server answers 401: every test is wrong, with the reason.
+            # Without the token the example server answers 401: no test gets an answer; the circuit
+            # breaker stops the run and the runner exits 3 (the agent failed), whatever the gate.
             bad = subprocess.run([sys.executable, "-m", "evaluation.runner", str(portable), "--agent-url", url,
                                   "--json", str(tmp_path / "noauth.json"), "--quiet", "--fail-under", "test_correct=0.1"],
                                  cwd=ROOT, env=runner_env, capture_output=True, text=True, timeout=120)
@@ -78,6 +79,7 @@ def test_example_agent_through_the_worker_and_the_runner_gives_the_same_numbers(
     assert counts(worker_doc) == counts(runner_doc) == EXPECTED
     same = ("test_id", "expected", "predicted_type", "answer", "correct", "reason")
     assert [{k: r[k] for k in same} for r in worker_doc["tests"]] == [{k: r[k] for k in same} for r in runner_doc["tests"]]
-    assert bad.returncode == 1
+    assert bad.returncode == 3, bad.stderr
     noauth = json.loads((tmp_path / "noauth.json").read_text())
-    assert all("HTTP 401" in r["reason"] for r in noauth["tests"])
+    assert noauth["status"] == "failed" and noauth["complete"] is False
+    assert all("HTTP 401" in r["reason"] and r["predicted_type"] == "failed" for r in noauth["tests"])

@@ -44,15 +44,32 @@ def test_an_http_agent_run_gives_the_hand_computed_metrics(small_release, monkey
     assert "tok-123" not in stored + "".join(run.results.values_list("raw_reply", flat=True))
 
 
-def test_an_http_agent_that_is_down_makes_every_test_wrong_with_the_reason(small_release):
+def test_an_http_agent_that_is_down_fails_the_run_and_the_breaker_stops_it(small_release, client, researcher):
+    """Before: succeeded, complete, unanswered 0, every test 'unparseable'. Now every test that was
+    asked got no answer (FAILED, resumable), the circuit breaker stops the run after 5 of them, the
+    tests not reached count as unanswered, and the page, the API and the report all say so."""
+    from rest_framework.test import APIClient
+
     agent = agent_kinds.agent_create_http(name="down", url="http://127.0.0.1:9/agent", retries=0, timeout=2)
     run = services.run_execute_inline(run=services.run_create(agent=agent, release=small_release,
                                                               similarity="lexical", start=False), workers=1)
-    assert run.status == RunStatus.SUCCEEDED
-    assert set(run.results.values_list("predicted_type", flat=True)) == {"invalid"}
-    assert all("connection failed" in e for e in run.results.values_list("error", flat=True))
+    assert run.status == RunStatus.FAILED
+    assert run.error.startswith("stopped after 5 consecutive tests without an answer (last: connection failed")
+    asked = run.results.filter(state="failed")
+    assert asked.count() == 5 and all("connection failed" in e for e in asked.values_list("error", flat=True))
+    assert not run.results.filter(state="done").exists()  # nothing was judged as an answer
+    report = services.run_current_report(run)
+    assert report["complete"] is False and report["unanswered"] == 10 and report["unparseable"] == 0
+    assert report["errors"]["outages"] == 10 and report["errors"]["failed"]
+    client.force_login(researcher)
+    page = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
+    assert "stopped after 5 consecutive tests without an answer" in page and "Complete: <strong>no</strong>" in page
+    api = APIClient()
+    api.force_authenticate(researcher)
+    body = api.get(f"/api/evaluation-runs/{run.pk}/").json()
+    assert body["status"] == "failed" and body["error"] == run.error
     ok_, message = services.agent_check(agent)
-    assert not ok_ and "connection failed" in message
+    assert not ok_ and message.startswith("down: no answer: connection failed") and "answered in" not in message
 
 
 def test_http_agent_settings_are_checked(db):
@@ -130,13 +147,16 @@ def test_evaluate_command_gates_junit_and_json(small_release, tmp_path, capsys):
         assert "PASS  Test correctness 30.0% (3/10) >= 30.0%" in capsys.readouterr().out
         doc = json.loads((tmp_path / "a.json").read_text())
         assert counts(doc) == EXPECTED and doc["passed"] and len(doc["tests"]) == 10
-        assert int(check_junit_shape(tmp_path / "a.xml")[0].get("failures")) == 7
-        with pytest.raises(CommandError, match="1 gate\\(s\\) failed"):
+        suite = check_junit_shape(tmp_path / "a.xml")[0]
+        assert (suite.get("failures"), suite.get("errors")) == ("6", "1")  # t7's unreadable answer is an error
+        with pytest.raises(CommandError, match="1 gate\\(s\\) failed") as gate:
             call_command("evaluate", "--release", "hand-made", "--agent", "bot", "--inline", "--concurrency", "1", "--similarity",
                          "lexical", "--fail-under", "api_recall=0.9")
-        with pytest.raises(CommandError, match="unknown metric"):
+        assert gate.value.returncode == 1
+        with pytest.raises(CommandError, match="unknown metric") as usage:
             call_command("evaluate", "--release", "hand-made", "--agent", "bot", "--inline", "--concurrency", "1", "--similarity",
                          "lexical", "--fail-under", "nope=1")
+        assert usage.value.returncode == 2
         # the gold reference as baseline: the HTTP agent is worse beyond the paired interval
         call_command("evaluate", "--release", "hand-made", "--agent", "gold", "--inline", "--concurrency", "1",
                      "--similarity", "lexical", "--json", str(tmp_path / "gold.json"))

@@ -89,9 +89,11 @@ def test_api_names_compare_exactly_and_lenient_is_named():
     assert M.judge(expected, called, comparison=M.LENIENT).api_correct
 
 
-def test_values_compare_exactly_after_json_type_normalisation():
-    assert M.params_match({"order_id": 812}, {"order_id": "812"})
-    assert M.params_match({"amount": 12.5, "ok": True}, {"amount": "12.50", "ok": "true"})
+def test_values_compare_by_json_type_and_value():
+    assert not M.params_match({"order_id": 812}, {"order_id": "812"})
+    assert M.params_match({"order_id": 812}, {"order_id": "812"}, M.LENIENT)
+    assert not M.params_match({"amount": 12.5, "ok": True}, {"amount": "12.50", "ok": "true"})
+    assert M.params_match({"amount": 12.5, "ok": True}, {"amount": "12.50", "ok": "true"}, M.LENIENT)
     assert M.params_match({"n": 3}, {"n": 3.0})
     assert not M.params_match({"order_id": "AB12cd"}, {"order_id": "ab12CD"})
     assert M.params_match({"order_id": "AB12cd"}, {"order_id": "ab12CD"}, M.LENIENT)

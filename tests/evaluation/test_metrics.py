@@ -31,8 +31,10 @@ def test_params_match_lenient_is_a_named_option():
 
 
 def test_params_match():
-    assert M.params_match({"order_id": 812, "reason": "Damaged"}, {"order_id": "812", "reason": "Damaged"})
-    assert M.params_match({"order_id": 812}, {"order_id": 812, "note": None})  # a null extra is absent
+    assert M.params_match({"order_id": 812, "reason": "Damaged"}, {"order_id": 812.0, "reason": "Damaged"})
+    assert not M.params_match({"order_id": 812, "reason": "Damaged"}, {"order_id": "812", "reason": "Damaged"})
+    assert not M.params_match({"order_id": 812}, {"order_id": 812, "note": None})  # exact: null is not absent
+    assert M.params_match({"order_id": 812}, {"order_id": 812, "note": None}, M.LENIENT)  # lenient: it is
     assert not M.params_match({"order_id": 812}, {"order_id": 812, "note": "x"})
     assert not M.params_match({"order_id": 812, "email": "a@b.c"}, {"order_id": 812})
     assert M.params_match({}, {})
@@ -47,8 +49,11 @@ def test_judge_every_branch():
     assert (o.reply_recalled, o.reply_correct, o.correct) == (True, False, False)
     o = M.judge(reply, call)
     assert (o.reply_recalled, o.correct, o.api_recalled) == (False, False, False)
-    o = M.judge(call, {"type": "api_call", "name": "get_order", "parameters": {"id": "1"}})
+    o = M.judge(call, {"type": "api_call", "name": "get_order", "parameters": {"id": 1.0}})
     assert (o.api_recalled, o.api_correct, o.params_correct, o.correct) == (True, True, True, True)
+    o = M.judge(call, {"type": "api_call", "name": "get_order", "parameters": {"id": "1"}})
+    assert (o.api_recalled, o.api_correct, o.params_correct, o.correct) == (True, True, False, False)
+    assert o.reason == 'parameters of get_order: id: expected 1 (number), got "1" (string)'
     o = M.judge(call, {"type": "api_call", "name": "Get_Order", "parameters": {"id": "1"}}, comparison=M.LENIENT)
     assert (o.api_recalled, o.api_correct, o.params_correct, o.correct) == (True, True, True, True)
     o = M.judge(call, {"type": "api_call", "name": "get_order", "parameters": {"id": 2}})

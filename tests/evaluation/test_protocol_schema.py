@@ -70,3 +70,14 @@ def test_a_call_to_an_unknown_tool_is_a_call_to_a_wrong_api():
     action = read_answer(obj, ["get_order_details"])
     assert action["type"] == "api_call" and action["name"] == "delete_everything"
     assert "not one of the APIs offered" in action["note"]
+
+
+def test_the_untagged_call_is_in_the_schema_and_read():
+    validator = jsonschema.Draft202012Validator(schema("response"))
+    untagged = {"name": "get_order_details", "arguments": {"order_id": 812}}
+    tagged = {"type": "api_call", "name": "get_order_details", "arguments": {"order_id": 812}}
+    validator.validate(untagged)
+    validator.validate(tagged)  # one branch of oneOf, not two
+    for obj in (untagged, tagged):
+        assert read_answer(obj, ["get_order_details"]) == {"type": "api_call", "name": "get_order_details",
+                                                           "parameters": {"order_id": 812}}

@@ -62,7 +62,10 @@ def test_api_turns_become_tool_calls_and_tool_results(tmp_path):
 
 
 def test_protocol_errors_are_counted_wrong_with_reasons(tmp_path):
-    """Timeout, HTTP 500 (after retries), invalid JSON, a call to an unknown tool; a 429 is retried."""
+    """Timeout and HTTP 500 (after retries) are outages: no answer; truncated JSON is unreadable; a
+    call to an unknown tool is a call to a wrong API; a 429 is retried. With t7's garbage, 4 of 10
+    tests without a readable answer is above the 10 % limit: exit 3, the run failed, whatever the
+    gates say."""
     seen: dict[int, int] = {}
 
     def handler(body):
@@ -81,20 +84,26 @@ def test_protocol_errors_are_counted_wrong_with_reasons(tmp_path):
         return HTTP_SCRIPT[t]
 
     with AgentServer(handler) as agent:
-        rc, doc = run(tmp_path, agent.url, "--timeout", "0.5", "--retries", "1")
-    reasons = {r["test_id"]: r["reason"] for r in doc["tests"]}
-    by_id = {r["test_id"]: r for r in doc["tests"]}
-    for t in (1, 2, 3):
-        assert by_id[t]["predicted_type"] == "invalid" and not by_id[t]["correct"]
-    assert "no answer within 0.5 s (after 2 attempts)" in reasons[1]
-    assert "HTTP 500" in reasons[2] and "after 2 attempts" in reasons[2] and seen[2] == 2
-    assert "not valid JSON" in reasons[3]
-    # A call to a tool that is not offered is a call to a wrong API, not an unreadable answer.
-    assert by_id[4]["predicted_type"] == "api_call" and by_id[4]["api_recalled"] and not by_id[4]["api_correct"]
-    assert "get_order is not one of the APIs offered" in reasons[4]
-    # The 429 was retried and the answer read (t5's " Damaged " is wrong under the exact comparison).
-    assert by_id[5]["predicted_type"] == "api_call" and seen[5] == 2 and "invalid" not in by_id[5]["reason"]
-    assert rc == 0  # no gate asked for
+        rc, doc = run(tmp_path, agent.url, "--timeout", "0.5", "--retries", "1", "--fail-under", "reply_recall=0")
+        assert rc == 3 and doc["status"] == "failed" and doc["complete"] is False and not doc["passed"]
+        assert doc["errors"] == {"tests": 10, "outages": 2, "unreadable": 2, "share": 0.4, "limit": 0.1,
+                                 "failed": True, "complete": False, "reason": doc["reason"]}
+        assert doc["reason"].startswith("4 of 10 tests (40.0 %) have no readable answer (2 got no answer")
+        assert doc["gates"][0]["passed"]  # the gate alone would pass: the run's failure decides
+        reasons = {r["test_id"]: r["reason"] for r in doc["tests"]}
+        by_id = {r["test_id"]: r for r in doc["tests"]}
+        assert by_id[1]["predicted_type"] == by_id[2]["predicted_type"] == "failed"
+        assert by_id[3]["predicted_type"] == "invalid" and "not valid JSON" in reasons[3]
+        assert "no answer within 0.5 s (after 2 attempts)" in reasons[1]
+        assert "HTTP 500" in reasons[2] and "after 2 attempts" in reasons[2] and seen[2] == 2
+        # A call to a tool that is not offered is a call to a wrong API, not an unreadable answer.
+        assert by_id[4]["predicted_type"] == "api_call" and by_id[4]["api_recalled"] and not by_id[4]["api_correct"]
+        assert "get_order is not one of the APIs offered" in reasons[4]
+        # The 429 was retried and the answer read (t5's " Damaged " is wrong under the exact comparison).
+        assert by_id[5]["predicted_type"] == "api_call" and seen[5] == 2 and "invalid" not in by_id[5]["reason"]
+        # With a higher limit the same answers are a run that measured the agent: the gates decide.
+        rc, doc = run(tmp_path, agent.url, "--timeout", "0.5", "--retries", "1", "--max-error-share", "40%")
+        assert rc == 0 and doc["status"] == "succeeded" and doc["complete"] is False  # outages: incomplete
 
 
 def test_concurrency_cap_and_auth_header(tmp_path, monkeypatch):
@@ -146,12 +155,15 @@ def test_baseline_regression_beyond_the_interval(tmp_path):
         failed = {g["metric"] for g in doc["gates"] if not g["passed"]}
         assert "test_correct" in failed and "conversation_correct" in failed
         assert main([str(release), "--agent-url", a.url, "--baseline", str(tmp_path / "now.json"), "--quiet"]) == 0
-    # A baseline holding only metrics: compared with the lower bound of its interval.
+    # A baseline holding only metrics (and its release): compared with the lower bound of its interval.
     base = json.loads((tmp_path / "base.json").read_text())
-    (tmp_path / "metrics-only.json").write_text(json.dumps({"metrics": base["metrics"]}))
+    (tmp_path / "metrics-only.json").write_text(json.dumps({"release": base["release"], "metrics": base["metrics"]}))
     with AgentServer(lambda b: scripted_http({"ids": {"test": mapping[b["ids"]["test"]]}})) as a:
         assert main([str(release), "--agent-url", a.url, "--baseline", str(tmp_path / "metrics-only.json"),
                      "--quiet"]) == 1
+    # Without its release it cannot be matched: a usage error, before any test is asked.
+    (tmp_path / "anonymous.json").write_text(json.dumps({"metrics": base["metrics"]}))
+    assert main([str(release), "--agent-url", "http://127.0.0.1:9/", "--baseline", str(tmp_path / "anonymous.json")]) == 2
     (tmp_path / "bad.json").write_text("[1, 2]")
     assert main([str(release), "--agent-url", "http://127.0.0.1:9/", "--baseline", str(tmp_path / "bad.json")]) == 2
 
@@ -166,12 +178,13 @@ def check_junit_shape(path: Path) -> ET.Element:
     timestamp (ISO 8601 without zone), tests, failures, errors, time, and the required children
     <properties> (of <property name value>), then <testcase name classname time> (each with at
     most one <failure message type>), then <system-out> and <system-err>; counts agree with the
-    children; numbers are numbers."""
+    children; numbers are numbers. A case holds at most one <failure> (a wrong answer) or <error>
+    (no answer, an unreadable one, a failed run); the suite counts each kind."""
     import re as _re
 
     root = ET.parse(path).getroot()
     assert root.tag == "testsuites"
-    total = failures = 0
+    total = failures = errors = 0
     for i, suite in enumerate(root):
         assert suite.tag == "testsuite"
         for attr in ("name", "package", "id", "hostname", "timestamp", "tests", "failures", "errors", "time"):
@@ -185,19 +198,22 @@ def check_junit_shape(path: Path) -> ET.Element:
         assert len(cases) == len(children) - 3
         assert int(suite.get("tests")) == len(cases)
         float(suite.get("time"))
-        n_fail = 0
+        n_fail = n_error = 0
         for case in cases:
             assert case.get("name") and case.get("classname")
             float(case.get("time"))
             inner = list(case)
-            assert len(inner) <= 1 and all(ch.tag == "failure" for ch in inner)
+            assert len(inner) <= 1 and all(ch.tag in ("failure", "error") for ch in inner)
             if inner:
                 assert inner[0].get("message") and inner[0].get("type")
-                n_fail += 1
-        assert int(suite.get("failures")) == n_fail and int(suite.get("errors")) == 0
+                n_fail += inner[0].tag == "failure"
+                n_error += inner[0].tag == "error"
+        assert int(suite.get("failures")) == n_fail and int(suite.get("errors")) == n_error
         total += len(cases)
         failures += n_fail
+        errors += n_error
     assert int(root.get("tests")) == total and int(root.get("failures")) == failures
+    assert int(root.get("errors")) == errors
     return root
 
 
@@ -208,11 +224,19 @@ def test_junit_one_testcase_per_test_with_expected_vs_got(tmp_path):
     assert rc == 1
     root = check_junit_shape(junit)
     tests, gates = root
-    assert int(tests.get("tests")) == 10 and int(tests.get("failures")) == 7
+    # 7 wrong: 6 wrong answers (<failure>) and t7's unreadable answer (<error>)
+    assert (tests.get("tests"), tests.get("failures"), tests.get("errors")) == ("10", "6", "1")
     four = next(c for c in tests.iter("testcase") if c.get("name").startswith("test 4 "))
+    assert four.get("name") == "test 4 (position 1, trial 0)"
     assert four.find("failure").get("message").startswith(
         'expected api_call: get_order_details({"order_id": 900}) | got reply: What is your order number?')
+    seven = next(c for c in tests.iter("testcase") if c.get("name").startswith("test 7 "))
+    assert seven.find("error").get("type") == "unreadable" and "not valid JSON" in seven.find("error").get("message")
+    eight = next(c for c in tests.iter("testcase") if c.get("name").startswith("test 8 "))
+    assert "order_id: expected 55 (number), got 56 (number)" in eight.find("failure").get("message")
     assert gates.get("name").endswith(".gates") and gates.find("testcase/failure") is not None
+    health = gates.find("testcase")
+    assert health.get("name").startswith("run health") and not list(health)  # 1 of 10 is within 10 %
 
 
 def test_progress_bar_only_on_a_terminal(tmp_path):

@@ -135,7 +135,7 @@ def test_transient_faults_are_retried_and_hard_failures_recorded_then_resumed(sm
 
     fake_openai.set_handler(handler)
     run = evaluate(prompt_agent(), small_release)
-    assert run.status == RunStatus.FAILED and "1 test(s) could not be evaluated" in run.error
+    assert run.status == RunStatus.FAILED and "1 test(s) got no answer" in run.error
     failed = run.results.get(state=ResultState.FAILED)
     assert failed.entry.test_id == 3 and "HTTP 400" in failed.error
     assert LLMCall.objects.filter(stage="evaluation", outcome="retried").count() == 2
