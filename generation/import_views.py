@@ -12,7 +12,7 @@ from generation.imports import FORMATS, MAX_BYTES, ImportFormatError, items_impo
 
 
 class ImportForm(forms.Form):
-    file = forms.FileField(help_text="JSON or JSON Lines")
+    file = forms.FileField(help_text="JSON, JSON Lines or YAML")
     format = forms.ChoiceField(choices=list(FORMATS.items()), initial="auto")
     name = forms.CharField(required=False, max_length=200,
                            help_text="API lists: the name of the intent and procedure created for them")
@@ -57,9 +57,19 @@ def import_upload(request: HttpRequest) -> HttpResponse:
             refusal = str(exc)
         else:
             messages.success(request, f"{upload.name}: {result.summary()}")
-            for note in result.notes[:20]:
-                messages.info(request, note)
+            # The whole report is shown once on the next page (a message per line would be capped
+            # by the cookie; the session holds any length).
+            request.session[REPORT_KEY] = {"file": upload.name, "notes": result.notes}
             return redirect("imports:upload")
     status = 400 if request.method == "POST" else 200
+    report = request.session.pop(REPORT_KEY, None) if request.method == "GET" else None
+    if report:
+        notes = report.get("notes") or []
+        report = {"file": report.get("file", ""), "dropped": [n for n in notes if n.startswith(_DROPPED)],
+                  "notes": [n for n in notes if not n.startswith(_DROPPED)]}
     return render(request, "generation/import.html",
-                  {"form": form, "refusal": refusal, "formats": FORMATS}, status=status)
+                  {"form": form, "refusal": refusal, "formats": FORMATS, "report": report}, status=status)
+
+
+REPORT_KEY = "import_report"
+_DROPPED = "not kept: "

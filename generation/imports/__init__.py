@@ -51,9 +51,9 @@ def detect_format(data: Any) -> str:
     if isinstance(data, dict):
         if data.get("format") == FORMAT_NAME or "records" in data:
             return "almita"
-        if str(data.get("openapi", "")).startswith("3") and "paths" in data:
-            return "openapi"
-        if _is_mcp(data):
+        if "openapi" in data or "swagger" in data:
+            return "openapi"  # with or without operations: the tool reader says which it lacks
+        if _is_mcp(data) or ("jsonrpc" in data and ("error" in data or "result" in data)):
             return "mcp"
         if looks_flowbench(data):
             return "flowbench"
@@ -88,13 +88,13 @@ def plan_document(raw: bytes | str, *, fmt: str = "auto", name: str = "imported"
         fmt = detect_format(data)
     notes: list[str] = []
     if fmt == "almita":
-        rows = plan_almita(data)
+        rows = plan_almita(data, notes)
     elif fmt in ("apis", "openai_tools", "openapi", "mcp"):
-        rows = plan_tools(data, name=name, procedure_text=procedure_text)
+        rows = plan_tools(data, name=name, procedure_text=procedure_text, notes=notes)
     elif fmt == "flowbench":
         rows, notes = plan_flowbench(data, lenient=lenient)
     else:
-        rows = plan_abcd(data)
+        rows = plan_abcd(data, notes)
     if not rows:
         raise ImportFormatError("document", "records", "the file holds no record")
     return fmt, rows, notes

@@ -9,7 +9,7 @@ from .common import ImportFormatError, PlannedRow, _apis, _dedupe, _intent_row, 
 _BUTTON = re.compile(r"[^a-z0-9]+")
 
 
-def plan_abcd(data: Any) -> list[PlannedRow]:
+def plan_abcd(data: Any, notes: list[str] | None = None) -> list[PlannedRow]:
     """ABCD-style guidelines: each flow is an intent, each subflow a procedure whose actions are APIs."""
     if not isinstance(data, dict) or not data:
         raise ImportFormatError("document", "", "must be an object of flows")
@@ -49,7 +49,7 @@ def plan_abcd(data: Any) -> list[PlannedRow]:
             lines += [str(x) for x in instructions[1:]]
             text = "\n".join(lines).strip() or sub
             rows.append(_procedure_row(f"p{fi}.{si}", intent, f"{flow}: {sub}", text,
-                                       _apis(list(apis.values()), swhere), swhere))
+                                       _apis(list(apis.values()), swhere, notes), swhere))
     return _dedupe(rows)
 
 

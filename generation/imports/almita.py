@@ -79,7 +79,7 @@ def _norm_test(t: dict) -> dict[str, Any]:
     return {"position": t["position"], "context": t["context"], "expected": expected}
 
 
-def plan_almita(data: Any) -> list[PlannedRow]:
+def plan_almita(data: Any, notes: list[str] | None = None) -> list[PlannedRow]:
     """Check every record of an Almita document and return the rows to write, parents first."""
     if isinstance(data, dict):
         if data.get("format", FORMAT_NAME) != FORMAT_NAME:
@@ -127,7 +127,7 @@ def plan_almita(data: Any) -> list[PlannedRow]:
             if parent_id not in by_id or by_id[parent_id][1]["kind"] != pkind:
                 raise ImportFormatError(where, pfield, f"refers to '{parent_id}', which is not a {pkind} in this file")
             parent_key = planned[parent_id].key
-        row = _plan_record(kind, rec, where, parent_key, parent_id, planned, graphs, api_names)
+        row = _plan_record(kind, rec, where, parent_key, parent_id, planned, graphs, api_names, notes)
         planned[rid] = row
     return list(planned.values())
 
@@ -143,7 +143,7 @@ def _ref(rec: dict, name: str, where: str) -> str:
 
 def _plan_record(kind: str, rec: dict, where: str, parent_key: str, parent_id: str | None,
                  planned: dict[str, PlannedRow], graphs: dict[str, Any],
-                 api_names: dict[str, set[str]]) -> PlannedRow:
+                 api_names: dict[str, set[str]], notes: list[str] | None = None) -> PlannedRow:
     rid = str(rec["id"])
     if kind == "intent":
         f = {
@@ -155,7 +155,7 @@ def _plan_record(kind: str, rec: dict, where: str, parent_key: str, parent_id: s
     if kind == "procedure":
         f = {"title": _text(rec, "title", where, required=False, max_length=300),
              "text": _text(rec, "text", where)}
-        apis = _apis(rec.get("apis"), where)
+        apis = _apis(rec.get("apis"), where, notes)
         api_names[rid] = {a["name"] for a in apis}
         return PlannedRow(kind, rid, _identity(kind, parent_key, {**f, "apis": apis}), f, parent=parent_id, apis=apis)
     if kind == "flowgraph":

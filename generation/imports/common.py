@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -96,6 +95,8 @@ def _check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
             stack.extend((x, d + 1) for x in v.values())
         elif isinstance(v, list):
             stack.extend((x, d + 1) for x in v)
+        elif isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+            raise ImportFormatError("document", "", "NaN and infinity are not allowed (JSON cannot hold them)")
 
 
 def load_document(raw: bytes | str) -> Any:
@@ -110,8 +111,11 @@ def load_document(raw: bytes | str) -> Any:
     text = raw.strip()
     if not text:
         raise ImportFormatError("document", "", "the file is empty")
-    if not text.startswith(("{", "[")) and re.match(r"^(openapi|swagger)\s*:", text):
-        data = _load_yaml(text)
+    if not text.startswith(("{", "[")):
+        data = _load_yaml(text)  # YAML is recognised by parsing it, whatever its first key
+        if not isinstance(data, (dict, list)):
+            raise ImportFormatError("document", "", "not JSON, JSON Lines or YAML: it reads as a single "
+                                    f"{type(data).__name__ if data is not None else 'empty value'}")
         _check_depth(data)
         return data
     try:
@@ -120,9 +124,14 @@ def load_document(raw: bytes | str) -> Any:
         raise ImportFormatError("document", "", f"nested deeper than {MAX_DEPTH} levels") from None
     except json.JSONDecodeError as exc:
         first = text.split("\n", 1)[0]
-        if exc.msg != "Extra data" and "\n" in text and not _parses(first):
-            raise ImportFormatError(f"line {exc.lineno}, column {exc.colno}", "", f"invalid JSON: {exc.msg}") from None
-        data = _json_lines(raw)
+        try:
+            if exc.msg != "Extra data" and "\n" in text and not _parses(first):
+                raise ImportFormatError(f"line {exc.lineno}, column {exc.colno}", "", f"invalid JSON: {exc.msg}")
+            data = _json_lines(raw)
+        except ImportFormatError as json_error:
+            data = _yaml_or_none(text)  # a YAML flow mapping starts with "{" too
+            if data is None:
+                raise json_error from None
     except ValueError as exc:
         raise ImportFormatError("document", "", f"invalid JSON: {exc}") from None
     _check_depth(data)
@@ -156,14 +165,24 @@ def _json_lines(text: str) -> list[Any]:
 
 
 def _load_yaml(text: str) -> Any:
-    import yaml
+    """YAML through the pipeline's bounded safe loader (aliases counted before they are expanded)."""
+    from generation.pipeline.toolspecs.documents import load_yaml
 
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "document"
-        raise ImportFormatError(where, "", f"invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        return load_yaml(text)
+    except ApiFormatError as exc:
+        where, _, message = str(exc).partition(": ")
+        if not where.startswith("line ") or not message:
+            where, message = "document", str(exc)
+        raise ImportFormatError(where, "", message) from None
+
+
+def _yaml_or_none(text: str) -> Any:
+    try:
+        data = _load_yaml(text)
+    except ImportFormatError:
+        return None
+    return data if isinstance(data, (dict, list)) else None
 
 
 # --- field checks -------------------------------------------------------------------------------
@@ -232,13 +251,17 @@ def _graph(rec: dict, name: str, where: str, kind: str) -> tuple[dict, Any]:
     return graph_to_json(g), g
 
 
-def _apis(items: Any, where: str) -> list[dict[str, Any]]:
+def _apis(items: Any, where: str, notes: list[str] | None = None) -> list[dict[str, Any]]:
+    """The APIs of ``items`` in the paper's dict shape; what the document declares but is not kept
+    (see :class:`generation.pipeline.apis.ApiList`) is appended to ``notes``."""
     if items is None:
         return []
     try:
         specs = parse_api_list(items if isinstance(items, (list, dict)) else _bad_apis(items))
     except ApiFormatError as exc:
         raise ImportFormatError(where, "apis", str(exc)) from None
+    if notes is not None:
+        notes += [f"not kept: {line}" for line in getattr(specs, "report", [])]
     out = []
     for i, spec in enumerate(specs):
         d = api_to_dict(spec)

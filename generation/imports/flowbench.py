@@ -110,6 +110,7 @@ def plan_flowbench(data: Any, *, lenient: bool = False) -> tuple[list[PlannedRow
     items = data if isinstance(data, list) else [data]
     rows: list[PlannedRow] = []
     notes: list[str] = []
+    totals = {"transitions": 0, "labelled": 0, "calls": 0, "outputs": 0}
     for i, item in enumerate(items):
         where = f"record {i + 1}" if len(items) > 1 or isinstance(data, list) else "document"
         if not isinstance(item, dict):
@@ -125,6 +126,7 @@ def plan_flowbench(data: Any, *, lenient: bool = False) -> tuple[list[PlannedRow
             specs = parse_api_list({"apis": raw_tools} if isinstance(raw_tools, list) else raw_tools)
         except ApiFormatError as exc:
             raise ImportFormatError(where, tools_key, str(exc)) from None
+        notes += [f"not kept: {name}: {line}" for line in getattr(specs, "report", [])]
         try:
             g, report = mermaid_to_flowgraph(chart, specs, strict=not lenient)
         except MermaidSyntaxError as exc:
@@ -134,6 +136,15 @@ def plan_flowbench(data: Any, *, lenient: bool = False) -> tuple[list[PlannedRow
             raise ImportFormatError(where, chart_key, "holds no node")
         # After the chart: its parameter notes have been attached to the specs' descriptions.
         apis = _apis([api_to_dict(s) for s in specs], where)
+        stats = g.graph.pop("chart", None)
+        if stats:
+            with_outputs = sum(1 for a in apis if a.get("outputs"))
+            notes.append(f"{name}: read {stats['states']} states and {stats['transitions']} transitions "
+                         f"({stats['labelled']} labelled); {stats['calls']} API calls; {with_outputs} of "
+                         f"{len(apis)} APIs with output fields")
+            for key in totals:
+                totals[key] += stats.get(key, 0)
+            totals["outputs"] += with_outputs
         notes += [f"{name}: {line}" for line in report]
         intent = _intent_row(f"i{i}", client, str(item.get("role") or text.strip().splitlines()[0]), name, where)
         proc = _procedure_row(f"p{i}", intent, name, text, apis, where)
@@ -142,6 +153,9 @@ def plan_flowbench(data: Any, *, lenient: bool = False) -> tuple[list[PlannedRow
         flow = PlannedRow("flowgraph", f"f{i}", _identity("flowgraph", proc.key, {"data": data_json, "text": ""}),
                           f, parent=proc.local_id)
         rows += [intent, proc, flow]
+    if len(items) > 1:
+        notes.insert(0, f"{len(items)} workflows: {totals['transitions']} transitions read ({totals['labelled']} "
+                        f"labelled); {totals['calls']} API calls; {totals['outputs']} APIs with output fields")
     return _dedupe(rows), notes
 
 

@@ -6,10 +6,12 @@ from typing import Any
 from .common import ImportFormatError, PlannedRow, _apis, _intent_row, _procedure_row
 
 
-def plan_tools(data: Any, *, name: str, procedure_text: str = "") -> list[PlannedRow]:
-    """An API list (paper shape or OpenAI tools): one intent and one procedure holding the APIs."""
+def plan_tools(data: Any, *, name: str, procedure_text: str = "",
+               notes: list[str] | None = None) -> list[PlannedRow]:
+    """An API list (paper shape, OpenAI tools, OpenAPI, MCP): one intent and one procedure holding the
+    APIs. Everything the document declares that is not kept is appended to ``notes``."""
     where = "document"
-    apis = _apis(data, where)
+    apis = _apis(data, where, notes)
     if not apis:
         raise ImportFormatError(where, "apis", "the list holds no API")
     text = procedure_text.strip() or (

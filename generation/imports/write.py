@@ -11,7 +11,6 @@ from generation.models import (
     Api, Conversation, ConversationGraph, Flowgraph, Intent, Origin, Procedure, SampledPath, Test,
 )
 from generation.pipeline.dialogue_actions import answer_action, label_turns
-from generation.pipeline.apis import ApiSpec
 
 from .common import ImportFormatError, ImportResult, PlannedRow
 
@@ -53,28 +52,38 @@ def write_rows(fmt: str, rows: list[PlannedRow], notes: list[str]) -> ImportResu
         try:
             with transaction.atomic():
                 obj.save()
+                if row.kind == "procedure":
+                    created["api"] += _write_apis(obj, row)
+                elif row.kind == "conversation":
+                    created["test"] += _write_tests(obj, row)
         except IntegrityError as exc:
-            raise ImportFormatError(f"{row.kind} {row.local_id}", "", f"conflicts with existing data: {exc}") from None
+            # The database's constraints are the last guard; their text (SQL, values) is not a message.
+            raise ImportFormatError(f"{LABELS[row.kind][:-1]} {row.local_id}", "",
+                                    f"conflicts with existing data ({_constraint(exc)})") from None
         objects[row.local_id] = obj
         created[row.kind] += 1
-        if row.kind == "procedure":
-            created["api"] += _write_apis(obj, row)
-        elif row.kind == "conversation":
-            created["test"] += _write_tests(obj, row)
     result.created = {LABELS[k]: n for k, n in created.items()}
     result.existing = {LABELS[k]: n for k, n in existing.items() if n}
     return result
 
 
+def _constraint(exc: IntegrityError) -> str:
+    """The name of the violated constraint when the database says it, else its kind."""
+    text = str(exc)
+    for name in ("api_unique_name_per_procedure", "unique", "foreign key", "not null", "check"):
+        if name in text.lower():
+            return "two APIs of one procedure share a name" if name == "api_unique_name_per_procedure" else \
+                f"a {name} constraint"
+    return "a database constraint"
+
+
 def _write_apis(procedure: Procedure, row: PlannedRow) -> int:
     objs = []
-    for d in row.apis:
-        spec = ApiSpec.from_dict(d)
+    for d in row.apis:  # already in the paper's shape: common._apis wrote them with api_to_dict
         objs.append(Api(
-            procedure=procedure, origin=Origin.IMPORTED, key=f"{row.key}:api:{spec.name}"[:200],
-            name=spec.name, description=spec.description,
-            parameters=[p.to_dict() for p in spec.params], outputs=[p.to_dict() for p in spec.outputs],
-            output_name=spec.output_name, output_type=spec.output_type,
+            procedure=procedure, origin=Origin.IMPORTED, key=f"{row.key}:api:{d['name']}"[:200],
+            name=d["name"], description=d["desc"], parameters=d["params"], outputs=d.get("outputs") or [],
+            output_name=d["output"]["name"], output_type=d["output"]["type"],
         ))
     # Keys must fit the column: hash them when the procedure key plus the name is too long.
     for o in objs:

@@ -25,7 +25,30 @@ from .schema import ParamSpec, params_from_schema, schema_type  # noqa: F401 (Pa
 
 
 class ApiFormatError(ValueError):
-    """An API list could not be understood; the message names the item index and field."""
+    """An API list could not be understood; the message names the item index and field.
+
+    Messages are one line of at most :data:`MESSAGE_LIMIT` characters: a refusal must be readable
+    even when the input is megabytes long."""
+
+    def __init__(self, message: str) -> None:
+        text = " ".join(str(message).split())
+        if len(text) > MESSAGE_LIMIT:
+            text = text[:MESSAGE_LIMIT - 1] + "…"
+        super().__init__(text)
+
+
+MESSAGE_LIMIT = 400
+
+
+class ApiList(list):
+    """The APIs of a document, and ``report``: one line for everything the document declares that
+    was not kept (a header parameter, a read-only field of a request, a second media type ...)."""
+
+    report: list[str]
+
+    def __init__(self, items=(), report: list[str] | None = None) -> None:
+        super().__init__(items)
+        self.report = list(report or [])
 
 
 @dataclass
@@ -96,14 +119,23 @@ def _where(index: int) -> str:
     return f"API {index + 1}"
 
 
-def _params_from_schema(schema: Any, index: int, field_name: str) -> list[ParamSpec]:
+def _params_from_schema(schema: Any, index: int, field_name: str, report: list[str] | None = None,
+                        api: str = "", mode: str = "request") -> list[ParamSpec]:
+    """The fields of a tool's JSON Schema (its own ``$defs`` resolved); what is not kept goes to ``report``."""
+    from .toolspecs.fields import Fields
+
     if schema in (None, {}):
         return []
     if not isinstance(schema, dict):
         raise ApiFormatError(f"{_where(index)}: key '{field_name}' must be a JSON-schema object")
     if "properties" in schema and not isinstance(schema["properties"], dict):
         raise ApiFormatError(f"{_where(index)}: key '{field_name}.properties' must be an object")
-    return params_from_schema(schema)
+    reader = Fields(schema, report)
+    reader.api, reader.mode = api, mode
+    try:
+        return reader.fields(schema, "", field_name)[1]
+    except ApiFormatError as exc:
+        raise ApiFormatError(f"{_where(index)}: key '{field_name}': {exc}") from None
 
 
 def _flowbench_param(pname: str, spec: Any, required_default: bool) -> ParamSpec:
@@ -180,14 +212,14 @@ _NAME_KEYS = ("name", "api_name", "tool_name", "operationId")
 _DESC_KEYS = ("desc", "description", "api_description", "api_desc")
 
 
-def _parse_item(item: Any, index: int) -> ApiSpec:
+def _parse_item(item: Any, index: int, report: list[str] | None = None) -> ApiSpec:
     if not isinstance(item, dict):
         raise ApiFormatError(f"{_where(index)}: expected an object, got {type(item).__name__}")
     if item.get("type") == "function" and "function" in item:  # OpenAI tool wrapper
         inner = item["function"]
         if not isinstance(inner, dict):
             raise ApiFormatError(f"{_where(index)}: key 'function' must be an object")
-        return _parse_item(inner, index)
+        return _parse_item(inner, index, report)
     if "function" in item and "input" in item:  # STAR api description
         return _parse_star(item, index)
     name_key = next((k for k in _NAME_KEYS if k in item), "name")
@@ -197,13 +229,14 @@ def _parse_item(item: Any, index: int) -> ApiSpec:
     name = name.strip()
     description = str(next((item[k] for k in _DESC_KEYS if item.get(k)), "") or "")
     if isinstance(item.get("inputSchema"), dict):  # an MCP tool
-        outputs = _params_from_schema(item.get("outputSchema"), index, "outputSchema")
-        return ApiSpec(name, description, _params_from_schema(item["inputSchema"], index, "inputSchema"),
+        outputs = _params_from_schema(item.get("outputSchema"), index, "outputSchema", report, name, "response")
+        return ApiSpec(name, description, _params_from_schema(item["inputSchema"], index, "inputSchema", report, name),
                        "result", "dict", outputs)
     if "parameters" in item and isinstance(item["parameters"], dict) and (
         "properties" in item["parameters"] or item["parameters"].get("type") == "object"
+        or any(k in item["parameters"] for k in ("allOf", "anyOf", "oneOf", "$ref"))
     ):
-        params = _params_from_schema(item["parameters"], index, "parameters")
+        params = _params_from_schema(item["parameters"], index, "parameters", report, name)
         returns = item.get("returns")
         otype = "dict"
         if isinstance(returns, dict):
@@ -243,15 +276,18 @@ def _parse_star(item: dict[str, Any], index: int) -> ApiSpec:
     return ApiSpec(str(item["function"]), str(item.get("description", "")), params, "result", "dict")
 
 
-def parse_api_list(data: Any) -> list[ApiSpec]:
-    """Parse any supported API-list shape (see module docstring) into :class:`ApiSpec` objects."""
+def parse_api_list(data: Any) -> ApiList:
+    """Parse any supported API-list shape (see module docstring) into :class:`ApiSpec` objects; the
+    result's ``report`` lists everything the document declares that was not kept."""
     if isinstance(data, (str, bytes)):
         return parse_api_text(data.decode() if isinstance(data, bytes) else data)
-    from .toolspecs import is_openapi, openapi_apis, unwrap_tool_document
+    from .toolspecs.openapi import is_openapi, openapi_apis
+    from .toolspecs import unwrap_tool_document
 
     data = unwrap_tool_document(data)
+    report: list[str] = []
     if is_openapi(data):
-        return openapi_apis(data)
+        return ApiList(openapi_apis(data, report), report)
     if isinstance(data, dict):
         if "apis" in data:
             items = data["apis"]
@@ -263,34 +299,34 @@ def parse_api_list(data: Any) -> list[ApiSpec]:
             items = [data]
         elif not data:
             items = []  # A.3 allows an empty JSON when a procedure has no actions
+        elif not any(k in data for k in (*_NAME_KEYS, "function")):
+            raise ApiFormatError(f"not a tool list: expected 'apis', 'tools', an OpenAPI document or a tool with a "
+                                 f"'name' (the keys are {', '.join(list(map(str, data))[:8])})")
         else:
             items = [data]
     elif isinstance(data, list):
         items = data
     else:
         raise ApiFormatError(f"expected a list or an object, got {type(data).__name__}")
-    apis = [_parse_item(item, i) for i, item in enumerate(items)]
+    apis = [_parse_item(item, i, report) for i, item in enumerate(items)]
     seen: dict[str, int] = {}
     for i, api in enumerate(apis):
         if api.name in seen:
             raise ApiFormatError(f"{_where(i)}: key 'name' repeats '{api.name}' ({_where(seen[api.name])})")
         seen[api.name] = i
-    return apis
+    return ApiList(apis, report)
 
 
 _TEXT_BLOCK = re.compile(r"^\s*API:\s*(?P<name>\S+)\s*$", re.MULTILINE)
 
 
-def parse_api_text(text: str) -> list[ApiSpec]:
+def parse_api_text(text: str) -> ApiList:
     """Parse JSON text, or FlowBench's plain-text tool listing (``API: name`` blocks)."""
-    from .toolspecs import load_structured
+    from .toolspecs.documents import load_structured
 
-    stripped = text.strip()
-    if stripped.startswith(("{", "[")) or re.match(r"^(openapi|swagger)\s*:", stripped):
-        return parse_api_list(load_structured(text))
-    starts = list(_TEXT_BLOCK.finditer(text))
+    starts = [] if text.lstrip("\ufeff").lstrip()[:1] in ("{", "[") else list(_TEXT_BLOCK.finditer(text))
     if not starts:
-        raise ApiFormatError("no API found: expected JSON or 'API: name' blocks")
+        return parse_api_list(load_structured(text))  # JSON, JSON Lines or YAML
     apis = []
     for i, m in enumerate(starts):
         block = text[m.end(): starts[i + 1].start() if i + 1 < len(starts) else len(text)]
@@ -308,4 +344,4 @@ def parse_api_text(text: str) -> list[ApiSpec]:
             params=_params_from_flowbench(found["Input parameters"], i, "Input parameters"),
             outputs=_params_from_flowbench(found["Output parameters"], i, "Output parameters", False),
         ))
-    return apis
+    return ApiList(apis)

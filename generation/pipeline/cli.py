@@ -5,7 +5,6 @@ Exit codes: 0 success / valid, 1 invalid input, 2 unreadable input.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import IO
@@ -14,6 +13,7 @@ from .apis import ApiFormatError, ApiSpec, parse_api_list, parse_api_text
 from .build import BuildError, build_offline
 from .formats import GraphFormatError, load_graph, write_graph_text
 from .mermaid import MermaidSyntaxError, mermaid_to_flowgraph
+from .mermaid.syntax import looks_like_mermaid
 from .toolspecs import dedupe_apis, is_flowbench_record, load_structured, select_record
 from .render import to_code, to_dot, to_mermaid, to_outline
 from .sampling import SAMPLERS, SamplingError
@@ -26,14 +26,19 @@ def _read(path: str | Path) -> str:
     return Path(path).read_text(encoding="utf-8")
 
 
-def load_apis(path: str | Path, record: int | None = None) -> list[ApiSpec]:
-    """Any tool format (see :mod:`.apis`), or the APIs of one record of a FlowBench release."""
+def load_apis(path: str | Path, record: int | None = None, log: IO[str] | None = None) -> list[ApiSpec]:
+    """Any tool format (see :mod:`.apis`), or the APIs of one record of a FlowBench release; what
+    the document declares but is not kept is written to ``log`` as ``report: not kept: ...`` lines."""
     text = _read(path)
     try:
         if text.lstrip("\ufeff").lstrip()[:1] in ("{", "["):
             data = select_record(load_structured(text, str(path)), record, str(path))
-            return parse_api_list(data)
-        return parse_api_text(text)
+            apis = parse_api_list(data)
+        else:
+            apis = parse_api_text(text)
+        for line in getattr(apis, "report", []):
+            (log or sys.stderr).write(f"report: not kept: {line}\n")
+        return apis
     except ApiFormatError as exc:
         msg = str(exc)
         raise ApiFormatError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
@@ -70,7 +75,7 @@ def load_flowgraph(path: str | Path, tools: list[ApiSpec] | None = None, record:
     """A flowgraph file, or a Mermaid chart / FlowBench record converted on the way in."""
     text = _read(path)
     fb = flowbench_chart(text, path, record)
-    if fb is None and not re.match(r"^\s*(%%.*\n\s*)*(flowchart|graph)\b", text):
+    if fb is None and not looks_like_mermaid(text, str(path)):
         return load_graph(text, "flowgraph")
     chart, apis, where = fb if fb else (text, tools or [], str(path))
     try:
@@ -111,7 +116,10 @@ def _refuse_chart(exc: MermaidSyntaxError, path: str | Path, out: IO[str]) -> in
     where = getattr(exc, "where", str(path))
     for p in exc.problems:
         out.write(f"error: {where}: {p}\n")
-    out.write("error: the chart was refused (use --lenient to convert what can be read)\n")
+    if exc.problems and exc.problems[-1].message.startswith("the chart is empty"):
+        out.write("error: the chart was refused: there is nothing to convert\n")
+    else:
+        out.write("error: the chart was refused (use --lenient to convert what can be read)\n")
     return EXIT_INVALID
 
 
@@ -126,7 +134,7 @@ def validate_graph_main(path: str | Path, kind: str | None = None, out: IO[str] 
         return each_record(validate_graph_main, path, out, path=path, kind=kind, out=out, apis=apis,
                            lenient=lenient)
     try:
-        tools = load_apis(apis, record) if apis else None
+        tools = load_apis(apis, record, out) if apis else None
         if kind == "conversation":
             g = load_graph(_read(path), kind)
         else:
@@ -173,7 +181,7 @@ def build_tests_main(flowgraph: str | Path, apis: str | Path, out_dir: str | Pat
         out.write(f"error: --noise must be between 0 and 1, got {noise}\n")
         return EXIT_INVALID
     try:
-        api_list = load_apis(apis, record)
+        api_list = load_apis(apis, record, out)
         g = load_flowgraph(flowgraph, api_list, record, strict=not lenient, err=out)
         g.graph.pop("apis", None)
     except MermaidSyntaxError as exc:
@@ -236,7 +244,7 @@ def convert_workflow_main(path: str | Path, src: str, dst: str, apis: str | Path
         err.write(f"error: --from must be one of {FROM_FORMATS} and --to one of {TO_FORMATS}\n")
         return EXIT_INVALID
     try:
-        tools = load_apis(apis, record) if apis else []
+        tools = load_apis(apis, record, err) if apis else []
         if src in ("mermaid", "flowbench"):
             text = _read(path)
             fb = flowbench_chart(text, path, record)

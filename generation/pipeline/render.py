@@ -148,9 +148,11 @@ MERMAID_SHAPES = {
 
 
 def mermaid_escape(text: Any) -> str:
-    """Mermaid strings cannot contain raw quotes; entity codes are its own escape syntax."""
-    return (" ".join(str(text).split()).replace("&", "#amp;").replace('"', "#quot;")
-            .replace("<", "#lt;").replace(">", "#gt;").replace("|", "#124;"))
+    """Mermaid strings cannot contain raw quotes; entity codes are its own escape syntax (see
+    :func:`.mermaid.text.escape`, which the reader undoes exactly)."""
+    from .mermaid.text import escape
+
+    return escape(text)
 
 
 def _mermaid_id(n: Any) -> str:

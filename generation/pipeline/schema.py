@@ -24,6 +24,8 @@ class ParamSpec:
     default: Any = None
     properties: list["ParamSpec"] = field(default_factory=list)
     format: str = ""
+    # A oneOf/anyOf: each member's name, type and field names (its fields are in ``properties``).
+    variants: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The paper's parameter dict; the optional keys appear only when they hold something."""
@@ -37,6 +39,8 @@ class ParamSpec:
             d["format"] = self.format
         if self.properties:
             d["properties"] = [p.to_dict() for p in self.properties]
+        if self.variants:
+            d["variants"] = [dict(v) for v in self.variants]
         return d
 
     @classmethod
@@ -53,6 +57,7 @@ class ParamSpec:
             required=_flag(d.get("required", True)), description=desc, enum=list(enum or []),
             default=d.get("default", default_from_text(desc)), format=str(d.get("format", "") or ""),
             properties=[cls.from_dict(p) for p in props if isinstance(p, dict) and p.get("name")],
+            variants=[v for v in d.get("variants") or [] if isinstance(v, dict)],
         )
 
 
@@ -114,45 +119,12 @@ def examples_from_text(text: str) -> list[str]:
 
 # ----------------------------------------------------------------------------- JSON Schema
 
-_SCALAR = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
-
-
 def schema_type(schema: Any) -> str:
-    """The paper's type string for a (resolved) JSON Schema fragment."""
-    if not isinstance(schema, dict) or not schema:
-        return "Any"
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            options = [schema_type(s) for s in schema[key]]
-            non_null = [o for o in dict.fromkeys(options) if o != "None"]
-            inner = non_null[0] if len(non_null) == 1 else (f"Union[{', '.join(non_null)}]" if non_null else "None")
-            return f"Optional[{inner}]" if "None" in options and non_null else inner
-    if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
-        return schema_type({**schema["allOf"][0], **{k: v for k, v in schema.items() if k != "allOf"}})
-    t = schema.get("type")
-    if isinstance(t, list):
-        non_null = [x for x in t if x != "null"]
-        inner = schema_type({**schema, "type": non_null[0]}) if len(non_null) == 1 else (
-            f"Union[{', '.join(schema_type({**schema, 'type': x}) for x in non_null)}]" if non_null else "None")
-        return f"Optional[{inner}]" if "null" in t and non_null else inner
-    if schema.get("nullable") is True:
-        return f"Optional[{schema_type({k: v for k, v in schema.items() if k != 'nullable'})}]"
-    if t is None:
-        if "properties" in schema:
-            t = "object"
-        elif "items" in schema:
-            t = "array"
-        elif "enum" in schema:
-            t = "string"
-    if t == "array":
-        items = schema.get("items")
-        return f"list[{schema_type(items)}]" if isinstance(items, dict) and items else "list"
-    if t == "object":
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, dict) and extra and not schema.get("properties"):
-            return f"dict[str, {schema_type(extra)}]"
-        return "dict"
-    return _SCALAR.get(str(t), "Any") if t is not None else "Any"
+    """The paper's type string for a JSON Schema fragment (see :class:`.toolspecs.fields.Fields`:
+    ``allOf`` merged, unions listed, a type beside ``anyOf`` applied to its members)."""
+    from .toolspecs.fields import type_of
+
+    return type_of(schema)
 
 
 def params_from_schema(schema: Any) -> list[ParamSpec]:

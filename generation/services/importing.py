@@ -55,9 +55,11 @@ def import_parse(data: Any) -> tuple[str, list[dict[str, Any]]]:
         }
         if "apis" in p:
             try:
-                rec["apis"] = [api_to_dict(a) for a in parse_api_list(p["apis"])]
+                specs = parse_api_list(p["apis"])
             except ApiFormatError as exc:
                 raise JobConfigError(f"procedures[{i}].apis: {exc}") from None
+            rec["apis"] = [api_to_dict(a) for a in specs]
+            rec["not_kept"] = [f"procedures[{i}].apis: {line}" for line in specs.report]
         if p.get("flowgraph"):
             if "apis" not in rec:
                 raise JobConfigError(f"procedures[{i}]: a flowgraph needs the procedure's 'apis'")
@@ -79,6 +81,10 @@ def import_parse(data: Any) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _import_rows(job: GenerationJob, start: str, records: list[dict[str, Any]]) -> None:
+    not_kept = [line for r in records for line in r.get("not_kept", [])]
+    if not_kept:  # what the API documents declare but the import did not keep: on the job's page
+        job.config = {**job.config, "import_not_kept": not_kept}
+        job.save(update_fields=["config"])
     counts: Counter = Counter()
     discards: list[Discard] = []
     common = {"job": job, "origin": Origin.IMPORTED}
@@ -96,7 +102,7 @@ def _import_rows(job: GenerationJob, start: str, records: list[dict[str, Any]]) 
             if start in ("flowgraph", "conversation_graph"):
                 for a in r["apis"]:
                     Api.objects.create(key=f"import:api:{i}:{a['name']}"[:200], procedure=proc, name=a["name"],
-                                       description=a["desc"], parameters=a["params"],
+                                       description=a["desc"], parameters=a["params"], outputs=a.get("outputs") or [],
                                        output_name=a["output"]["name"], output_type=a["output"]["type"], **common)
                 counts["apis"] += 1
             if start == "conversation_graph":

@@ -55,3 +55,23 @@ def test_refused_then_lenient_import_and_the_api_page(browser, live_server, admi
     assert "ticket_number" in page.content() and "Deck" in page.content()
     page.screenshot(path=str(SHOTS / "i13-api-outputs.png"), full_page=True)
     connections.close_all()
+
+
+def test_the_report_of_an_openapi_import_lists_what_was_not_kept(browser, live_server, admin_user):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    spec = Path(__file__).resolve().parents[1] / "pipeline" / "fixtures" / "tools" / "bakery-3.1.json"
+    page = login(browser, live_server, admin_user.username)
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{live_server.url}/imports/")
+    page.set_input_files('input[name="file"]', str(spec))
+    page.click('button.primary')
+    page.wait_for_load_state()
+    report = page.locator("#import-report")
+    assert "Not kept (" in report.inner_text()
+    items = report.locator("ul.dropped li").all_inner_texts()
+    assert "listOrders: header parameter X-Request-Id: left out: the client sets headers, the caller of the tool does not" in items
+    assert any(i.startswith("createOrder: id: left out: readOnly") for i in items)
+    page.screenshot(path=str(SHOTS / "i28-import-report.png"), full_page=True)
+    page.goto(f"{live_server.url}/imports/")
+    assert page.locator("#import-report").count() == 0  # shown once
+    connections.close_all()

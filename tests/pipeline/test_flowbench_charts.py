@@ -225,7 +225,12 @@ def test_any_text_is_either_converted_or_refused_with_line_and_column(pieces):
         mermaid_to_flowgraph(text, tools)
     except MermaidSyntaxError as exc:
         assert exc.problems and all(p.line >= 1 and p.column >= 1 for p in exc.problems)
-    mermaid_to_flowgraph(text, tools, strict=False)  # lenient never raises
+    try:
+        g, _ = mermaid_to_flowgraph(text, tools, strict=False)  # lenient refuses only a chart without nodes
+    except MermaidSyntaxError as exc:
+        assert "the chart is empty" in exc.problems[-1].message
+    else:
+        assert g.number_of_nodes() >= 1
 
 
 def test_a_stray_state_without_transitions_is_left_out_and_reported():

@@ -70,7 +70,8 @@ def test_json_schema_types_map_to_the_papers_type_strings(schema, expected):
 def test_bad_documents_say_where():
     with pytest.raises(ApiFormatError, match=r"line 2, column \d+: invalid YAML"):
         load_structured("openapi: 3.0.0\npaths: {a: [\n", "x.yaml")
-    with pytest.raises(ApiFormatError, match="cannot be resolved"):
+    with pytest.raises(ApiFormatError, match=r"^GET /a \(get_a\): \$ref '#/nope' at #/paths/~1a/get/parameters/0 "
+                                             "does not resolve$"):
         parse_api_list({"openapi": "3.1.0", "paths": {"/a": {"get": {"parameters": [{"$ref": "#/nope"}]}}}})
     with pytest.raises(ApiFormatError, match="declares no operation"):
         parse_api_list({"openapi": "3.1.0", "paths": {}})

@@ -1,21 +1,23 @@
 """Mermaid flowchart (FlowBench style) + tool list -> flowgraph.
 
-Two dialects are read (the text itself by :mod:`.mermaid_syntax`):
+Two dialects are read (the text itself by :mod:`.syntax`):
 
-* this project's own export (:func:`.render.to_mermaid`): ``class`` lines carry node types, so the
+* this project's own export (:func:`..render.to_mermaid`): ``class`` lines carry node types, so the
   import is exact;
 * FlowBench's hand-written charts: nodes are dialogue states whose text may tell the agent to use a
-  tool. Only a *call* makes an api node: "use/call/invoke X" (also "using/calling/invoking X", "call
-  the X tool", "call X and Y"), or a node whose whole text is the tool (``C[checkSeat]``). A mention
-  of an earlier call's outcome ("based on the returned values of X", "if X returns ...", "the result
-  of X") makes none. Tool names match case-insensitively and a differing case is reported. A calling
-  state becomes a message node followed by one api node per tool (in the order called); the
-  state's outgoing edge labels become the API outcomes. Other states become message nodes, states
-  without outgoing edges become end_message nodes, and the parentless state the start_message.
+  tool. Only a *call* makes an api node (the spellings are listed in :mod:`.calls`: "call
+  X", "call API:X", "API: X", "call X(...)", "use the X tool", a state whose whole text is the tool,
+  ...). A mention of an earlier call's outcome ("based on the returned values of X", "if X returns
+  ...", "the result of X") makes none. Tool names match case-insensitively and a differing case is
+  reported. A calling state becomes a message node followed by one api node per tool (in the order
+  called); the state's outgoing edge labels become the API outcomes. Other states become message
+  nodes, states without outgoing edges become end_message nodes, and the parentless state the
+  start_message.
 
-Strict by default: any problem the reader found (see :mod:`.mermaid_syntax`) raises
+Strict by default: any problem the reader found (see :mod:`.syntax`) raises
 :class:`MermaidSyntaxError` naming each problem's line and column; ``strict=False`` converts what
-could be read and lists the problems in the report. Every assumption, every synthetic element that
+could be read and lists the problems in the report. A chart without a single node is refused either
+way: there is nothing to convert. Every assumption, every synthetic element that
 was inserted and everything dropped is listed in the returned report. A parameter-notes paragraph
 after the chart is attached to the descriptions of the parameters it names.
 """
@@ -25,10 +27,13 @@ import re
 
 import networkx as nx
 
-from .apis import ApiSpec
-from .convert import breadth_first
-from .mermaid_syntax import MermaidProblem, read_mermaid
-from .schema import default_from_text, enum_from_text
+from ..apis import ApiSpec
+from ..convert import breadth_first
+from .calls import inferred_tools, mentioned_tools, tool_calls, whole_call
+from .syntax import DECISION_SHAPES, MermaidProblem, read_mermaid
+from ..schema import default_from_text, enum_from_text
+
+__all__ = ["MermaidSyntaxError", "mermaid_to_flowgraph", "parse_mermaid", "tool_calls", "attach_parameter_notes"]
 
 
 class MermaidSyntaxError(ValueError):
@@ -52,9 +57,13 @@ _TYPES = {"start_message", "message", "api", "end_message"}
 
 def mermaid_to_flowgraph(text: str, tools: list[ApiSpec], *, strict: bool = True) -> tuple[nx.DiGraph, list[str]]:
     chart = read_mermaid(text)
+    if not chart.labels and not chart.edges:
+        where = " after its 'flowchart' line" if chart.header_line else ""
+        empty = MermaidProblem(chart.header_line or 1, 1, f"the chart is empty: no node or edge{where}")
+        raise MermaidSyntaxError([*chart.problems, empty])
     if strict and chart.problems:
         raise MermaidSyntaxError(chart.problems)
-    report = [str(p) for p in chart.problems] + chart.skipped
+    report = [str(p) for p in chart.problems] + chart.remarks
     if chart.notes:
         report += attach_parameter_notes(chart.notes, tools)
     labels, edges, classes = chart.labels, chart.edges, chart.classes
@@ -73,73 +82,11 @@ def mermaid_to_flowgraph(text: str, tools: list[ApiSpec], *, strict: bool = True
                 continue
             g.add_edge(u, v, id=f"E{k}", label=label)
         return g, report
-    return _flowbench_to_flowgraph(nodes, labels, chart.shapes, edges, tools, report)
-
-
-# ----------------------------------------------------------------------------- calls vs mentions
-
-_CALL_VERB = r"(?:use|uses|using|used|call|calls|calling|invoke|invokes|invoking|utili[sz]e|utili[sz]ing|" \
-             r"execute|executing|run|running|trigger|triggering|query|querying|request|requesting|via|through)"
-_FILLER = r"(?:\s+(?:the|a|an|this|that|tool|tools|api|apis|function|interface|service|named|called|" \
-          r"method|endpoint|action))*"
-_JOIN = r"(?:\s*(?:,|and|then|&|/|or)\s*(?:(?:the|tool|api|then)\s+)*)"
-_QUOTE = "[\"'`‘’“”]?"
-_TAIL = r"(?:\s*(?:tool|api|function|interface|service|\(\s*\)))?"
-
-
-_REFERS_BACK = re.compile(r"((result|output|response|return\w*|outcome|value|information|details?|data)s?\s+(of|from)|"
-                          r"(returned|provided|given|obtained|produced)\s+by)\s+(the\s+)?$", re.IGNORECASE)
-_CONDITION = re.compile(r"\b(if|when|whether|unless|once)\s+(the\s+)?$", re.IGNORECASE)
-
-
-def _tool_pattern(tools: list[ApiSpec]) -> str:
-    names = sorted((re.escape(t.name) for t in tools), key=len, reverse=True)
-    return r"(?<![\w])(" + "|".join(names) + r")(?![\w])"
-
-
-def tool_calls(text: str, tools: list[ApiSpec]) -> list[tuple[str, str]]:
-    """(tool name, name as written) for every tool the text calls, in order, without repeats."""
-    if not tools or not text:
-        return []
-    name = _tool_pattern(tools)
-    canonical = {t.name.lower(): t.name for t in tools}
-    hits: list[tuple[int, str]] = []
-    whole = re.fullmatch(r"\s*" + _QUOTE + name + _QUOTE + _TAIL + r"\s*(?:\(.*\))?\s*\.?\s*", text, re.IGNORECASE)
-    if whole:
-        hits.append((0, whole.group(1)))
-    call = re.compile(r"\b" + _CALL_VERB + _FILLER + r"\s*[:：]?\s+" + _QUOTE + name + _QUOTE + _TAIL, re.IGNORECASE)
-    chained = re.compile(_JOIN + _QUOTE + name + _QUOTE + _TAIL, re.IGNORECASE)
-    # "the X API", "the 'X' tool", "X interface": naming the tool as a tool is a call, unless the
-    # words before refer back to an earlier call's result.
-    named = re.compile(_QUOTE + name + _QUOTE + r"\s+(?:tool|api|interface|function|service)\b", re.IGNORECASE)
-    for m in named.finditer(text):
-        before = text[:m.start()]
-        if not _REFERS_BACK.search(before) and not _CONDITION.search(before):
-            hits.append((m.start(1), m.group(1)))
-    for m in call.finditer(text):
-        if _REFERS_BACK.search(text[:m.start()]):
-            continue  # "the result of calling X" is about an earlier call
-        hits.append((m.start(1), m.group(1)))
-        pos = m.end()
-        while True:
-            more = chained.match(text, pos)
-            if not more:
-                break
-            hits.append((more.start(1), more.group(1)))
-            pos = more.end()
-    out: list[tuple[str, str]] = []
-    for _, written in sorted(hits):
-        tool = canonical[written.lower()]
-        if all(tool != t for t, _ in out):
-            out.append((tool, written))
-    return out
-
-
-def _mentioned_tools(text: str, tools: list[ApiSpec]) -> list[str]:
-    """Tool names that appear in the text without being called (for the report)."""
     if not tools:
-        return []
-    return list(dict.fromkeys(m.group(1) for m in re.finditer(_tool_pattern(tools), text, re.IGNORECASE)))
+        tools = [ApiSpec(name) for name in inferred_tools("\n".join(labels.values()))]
+        report += [f"no tool list was given; the tool {t.name} is taken from the chart's 'API: {t.name}'"
+                   for t in tools]
+    return _flowbench_to_flowgraph(nodes, labels, chart.shapes, edges, tools, report)
 
 
 # ----------------------------------------------------------------------------- parameter notes
@@ -184,7 +131,7 @@ def _foldable_decisions(nodes, labels, shapes, succ, tools, root) -> set[str]:
             preds[v].append((u, label))
     out = set()
     for v in nodes:
-        if v == root or shapes.get(v) not in ("{", "{{") or not succ[v] or not preds[v]:
+        if v == root or shapes.get(v) not in DECISION_SHAPES or not succ[v] or not preds[v]:
             continue
         if tool_calls(labels[v], tools) or any(w in preds[v] or w == v for w, _ in succ[v]):
             continue
@@ -250,14 +197,12 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
         for tool, written in found:
             if written != tool:
                 report.append(f"state {n} calls {written!r}: matched the tool {tool} (case differs)")
-        for name in _mentioned_tools(text, tools):
+        for name in mentioned_tools(text, tools):
             if name.lower() not in {c.lower() for c in called}:
                 report.append(f"state {n} mentions {name} without calling it (e.g. its returned values); "
                               "no API node")
         used_tools.update(called)
-        is_call = len(called) == 1 and n != root and re.fullmatch(
-            r"\s*[\"'`]?" + re.escape(found[0][1]) + r"[\"'`]?(\s*(tool|api|function|\(.*\)))?\s*\.?\s*",
-            text, re.IGNORECASE) is not None
+        is_call = len(called) == 1 and n != root and whole_call(text, found[0][1])
         if n == root:
             if text.strip().lower() in ("start", "begin", n.lower()):
                 report.append(f"start state {n} has no message; inserted the greeting 'Greet the customer'")
@@ -267,7 +212,7 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
             ntype = "end_message"
         else:
             ntype = "message"
-        if shapes.get(n) in ("{", "{{") and not is_call:
+        if shapes.get(n) in DECISION_SHAPES and not is_call:
             report.append(f"decision {n} mapped to a message node; its branches are edge labels")
         if is_call:
             first = prev = new_node("api", called[0], n)
@@ -302,6 +247,7 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
                 report.append(f"transition {n} -> {v} returns to the start; it goes to {succ[root][0][0]} instead")
                 v = succ[root][0][0]
                 if v in folded or exit_.get(n) is None or g.has_edge(exit_[n], entry[v]):
+                    report.append(f"transition {n} -> {root} ({label!r}) is dropped: {n} already goes to {v}")
                     continue
             if v in folded:
                 question = labels[v].strip().rstrip("?")
@@ -309,6 +255,8 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
                     outcome = branch if len(branch.split()) > 2 else f"{question}: {branch or 'Done'}"
                     if not g.has_edge(exit_[n], entry[w]):
                         new_edge(exit_[n], entry[w], outcome)
+                    else:
+                        report.append(f"branch {v} -> {w} ({branch!r}) is dropped: {n} already goes to {w}")
                 continue
             if g.nodes[exit_[n]]["type"] == "api" and not label:
                 report.append(f"transition {n} -> {v} after API {g.nodes[exit_[n]]['label']} has no "
@@ -318,4 +266,6 @@ def _flowbench_to_flowgraph(nodes, labels, shapes, edges, tools, report):
     for t in tools:
         if t.name not in used_tools:
             report.append(f"tool {t.name} is never called in the chart")
+    g.graph["chart"] = {"states": len(nodes), "transitions": len(edges), "labelled": sum(1 for e in edges if e[2]),
+                        "calls": sum(1 for _, d in g.nodes(data=True) if d["type"] == "api")}
     return g, report
