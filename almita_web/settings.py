@@ -164,6 +164,8 @@ LLM_BACKOFF_BASE = env_float("LLM_BACKOFF_BASE", 0.5, minimum=0.0)
 LLM_CACHE = env_bool("LLM_CACHE", True)
 # A reply that fails parsing or the stage's validators is re-asked this many times with the findings.
 LLM_REPAIR_ATTEMPTS = env_int("LLM_REPAIR_ATTEMPTS", 2, minimum=0)
+# An item whose repairs are spent starts this many times more from a fresh conversation before it is discarded.
+LLM_RESAMPLES = env_int("LLM_RESAMPLES", 1, minimum=0)
 # An unfinished job with no progress for this long is marked failed by the watchdog.
 JOB_STALL_MINUTES = env_int("JOB_STALL_MINUTES", 30, minimum=1)
 # Closed loop (#15): attempts per uncovered edge; idle gaps longer than this are not annotator time.

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 from django import forms
 from django.conf import settings
@@ -36,6 +37,10 @@ class JobForm(forms.Form):
     cache = forms.BooleanField(
         required=False, initial=True, label="Use the response cache",
         help_text="Reuse validated replies to identical prompts; untick to call the endpoint for everything.")
+    cost_limit = forms.DecimalField(
+        required=False, min_value=Decimal("0.01"), max_value=Decimal(BOUNDS["cost_limit"][1]), decimal_places=2,
+        label="Cost limit (USD)",
+        help_text="Optional. Reaching it stops the job: failed with that reason, everything made so far kept.")
     conversation_graph = forms.ChoiceField(
         choices=[("deterministic", "Deterministic converter"), ("llm", "LLM (prompt A.5)")], initial="deterministic")
     conversations = forms.ChoiceField(
@@ -104,6 +109,8 @@ class JobForm(forms.Form):
         config["temperatures"] = {s: d[f"temperature_{s}"] for s in LLM_STAGES
                                   if d.get(f"temperature_{s}") is not None}
         config["cache"] = bool(d.get("cache"))
+        if d.get("cost_limit") is not None:
+            config["cost_limit"] = float(d["cost_limit"])
         return {"config": config, "name": d.get("name", ""),
                 "import_data": d.get("seed_intents") or d.get("import_file"), "existing": d.get("existing") or None}
 

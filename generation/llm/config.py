@@ -27,6 +27,10 @@ class LLMFailed(LLMError):
 class LLMStopped(LLMError):
     """The job the call belongs to stopped (failed, cancelled, its cost limit reached): nothing was sent."""
 
+    def __init__(self, message: str, *, cost_limit: bool = False) -> None:
+        super().__init__(message)
+        self.cost_limit = cost_limit
+
 
 NO_ENDPOINT_MESSAGE = (
     "No LLM endpoint is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY if the server needs "

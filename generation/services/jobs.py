@@ -119,6 +119,11 @@ def job_create(*, config: dict[str, Any], created_by=None, name: str = "", impor
     needing = llm_stages(cfg)
     if needing and not llm.endpoint_configured():
         raise JobConfigError(f"{llm.NO_ENDPOINT_MESSAGE} This job needs it for: {', '.join(needing)}.")
+    if needing:  # what the form showed next to the cost limit, kept with the job
+        from generation.services.estimate import job_estimate
+
+        inputs = len(records) if records else len(cfg["input_ids"][existing]) if existing else None
+        cfg["estimate"] = {k: v for k, v in job_estimate(cfg, inputs).items() if k != "stages"}
     job = GenerationJob.objects.create(name=name[:200], config=cfg, created_by=created_by)
     StageProgress.objects.bulk_create([StageProgress(job=job, stage=s) for s in STAGE_ORDER])
     if records:
