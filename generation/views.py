@@ -132,9 +132,21 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
         "id", "stage", "key", "attempt", "repair", "resample", "rules", "model", "template", "template_version", "outcome", "latency_ms",
         "prompt_tokens", "completion_tokens", "cost_usd", "error", "created_at"), 50).get_page(request.GET.get("page"))
     return render(request, "generation/job.html", {
-        **_job_context(job), **loop_views.job_loop_context(job), "reasons": [{**r, "examples": examples.get((r["stage"], r["reason"]), [])} for r in reasons],
+        **_job_context(job), "chains": _procedure_chains(job), **loop_views.job_loop_context(job), "reasons": [{**r, "examples": examples.get((r["stage"], r["reason"]), [])} for r in reasons],
         "calls": calls, "stage_kinds": STAGE_KIND,
     })
+
+
+CHAINS_SHOWN = 200
+
+
+def _procedure_chains(job: GenerationJob) -> list[dict]:
+    """Each procedure of a multi-API job with the API chain it was written around (#32 item 8)."""
+    if not (job.config or {}).get("api_chains"):
+        return []
+    rows = Procedure.objects.filter(job=job).order_by("id").only("id", "title", "api_chain")[:CHAINS_SHOWN]
+    return [{"procedure": p, "apis": [a.get("name", "") for a in p.api_chain.get("apis", [])],
+             "links": p.api_chain.get("links", [])} for p in rows if p.api_chain]
 
 
 @role_required(ADMIN)
