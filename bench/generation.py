@@ -53,7 +53,7 @@ def yield_part(var_dir: Path, rates: list[float]) -> dict:
     results = {}
     with FakeOpenAI(StageScript()) as fake:
         env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "bench-key", "LLM_MAX_RETRIES": "4",
-               "LLM_REPAIR_ATTEMPTS": "2", "LLM_MAX_CONCURRENCY": "8"}
+               "LLM_REPAIR_ATTEMPTS": "2", "LLM_RESAMPLES": "1", "LLM_MAX_CONCURRENCY": "8"}
         settings.OPENAI_BASE_URL = fake.base_url
         worker = Worker(var_dir, env, threads=10)
         try:
@@ -63,17 +63,20 @@ def yield_part(var_dir: Path, rates: list[float]) -> dict:
                 job = services.job_create(config=YIELD_JOB, name=f"yield at fault rate {rate}")
                 job = worker.wait(job, 600)
                 repaired = sum(StageProgress.objects.filter(job=job).values_list("repaired", flat=True))
+                resampled = sum(StageProgress.objects.filter(job=job).values_list("resampled", flat=True))
                 results[rate] = {"tests": Test.objects.filter(job=job).count(), "requests": fake.request_count,
-                                 "status": job.status, "repaired": repaired,
+                                 "status": job.status, "repaired": repaired, "resampled": resampled,
                                  "rows": LLMCall.objects.filter(job=job).count()}
         finally:
             worker.stop()
     base = results[rates[0]]
-    print(f"yield under faults (job {YIELD_JOB}; retries 4, repairs 2; random faults, any number in a row)")
-    print(f"{'fault rate':>10} {'tests':>6} {'yield':>7} {'requests':>9} {'cost x':>7} {'repaired':>9}  status")
+    print(f"yield under faults (job {YIELD_JOB}; retries 4, repairs 2, resamples 1; random faults, any number "
+          "in a row)")
+    print(f"{'fault rate':>10} {'tests':>6} {'yield':>7} {'requests':>9} {'cost x':>7} {'repaired':>9} {'resampled':>9}"
+          "  status")
     for rate, r in results.items():
         print(f"{rate:>10.1f} {r['tests']:>6} {r['tests'] / base['tests']:>7.3f} {r['requests']:>9} "
-              f"{r['requests'] / base['requests']:>7.2f} {r['repaired']:>9}  {r['status']}")
+              f"{r['requests'] / base['requests']:>7.2f} {r['repaired']:>9} {r['resampled']:>9}  {r['status']}")
     return results
 
 
