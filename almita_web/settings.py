@@ -171,6 +171,8 @@ LLM_CACHE = env_bool("LLM_CACHE", True)
 LLM_REPAIR_ATTEMPTS = env_int("LLM_REPAIR_ATTEMPTS", 2, minimum=0)
 # An item whose repairs are spent starts this many times more from a fresh conversation before it is discarded.
 LLM_RESAMPLES = env_int("LLM_RESAMPLES", 1, minimum=0)
+# ...at this temperature at least (at 0 most endpoints would give the same reply again).
+LLM_RESAMPLE_TEMPERATURE = env_float("LLM_RESAMPLE_TEMPERATURE", 0.7, minimum=0.0)
 # An unfinished job with no progress for this long is marked failed by the watchdog.
 JOB_STALL_MINUTES = env_int("JOB_STALL_MINUTES", 30, minimum=1)
 # Every worker process looks for dead workers' items (and stalled jobs) this often; 0 turns it off.

@@ -11,7 +11,9 @@ inside `chat` (LLM_MAX_RETRIES per turn).
 When the repairs are spent, the item is started once more from a fresh conversation (the original
 prompt, a new sample: its rows carry `resample=1`, which is also part of the cache key) with the
 same repair budget, LLM_RESAMPLES times, before it is discarded: a conversation that went wrong
-twice is often stuck on its own mistake, and a new sample is not.
+twice is often stuck on its own mistake, and a new sample is not. A stage asked at temperature 0
+would get the same sample again from most endpoints, so a fresh conversation is asked at
+LLM_RESAMPLE_TEMPERATURE at least.
 """
 from __future__ import annotations
 
@@ -72,9 +74,12 @@ def ask(*, messages: list[dict], check: Callable[[str], list[Finding]], attempts
     content = ""
     for resample in range(resamples + 1):
         conversation = list(messages)
+        kwargs = dict(chat_kwargs)
+        if resample:
+            kwargs["temperature"] = max(float(kwargs.get("temperature") or 0.0), settings.LLM_RESAMPLE_TEMPERATURE)
         for turn in range(attempts + 1):
             # The check runs inside chat, so the row is completed as ok + validated or invalid + rules at once.
-            result = chat(messages=conversation, repair=turn, resample=resample, check=check, **chat_kwargs)
+            result = chat(messages=conversation, repair=turn, resample=resample, check=check, **kwargs)
             content = result.content or ""
             findings = result.findings
             if not findings:

@@ -66,6 +66,8 @@ def test_an_item_whose_repairs_are_spent_is_resampled_and_kept(settings, fake_op
     fresh = [b for b in fake_openai.requests if MARKERS["flowgraph"] in json.dumps(b["messages"])
              and not is_repair_turn(b)]
     assert len(fresh) == 2 * sp.passed
+    # Flowgraphs are asked at temperature 0; a fresh conversation at LLM_RESAMPLE_TEMPERATURE (0.7).
+    assert sorted(b["temperature"] for b in fresh) == [0.0] * sp.passed + [0.7] * sp.passed
     row = next(r for r in services.job_funnel(job) if r["stage"] == "flowgraph")
     assert row["resampled"] == sp.passed
     client.force_login(admin_user)
