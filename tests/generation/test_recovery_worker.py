@@ -123,3 +123,24 @@ def test_a_multi_api_job_through_a_worker(settings, celery_worker_factory, clien
     assert "<h2>API chains</h2>" in page
     assert page.count("<code>find_user_id_by_email</code> → <code>get_user_details</code>") == 4
     assert "find_user_id_by_email → get_user_details: user_id → user_id" in page
+
+
+def test_a_cost_limit_stops_a_job_on_a_worker_cleanly(settings, celery_worker_factory):
+    """Through a worker with four threads: failed with the reason, what was made kept, no request
+    sent after the job stopped, and no item counted as raised."""
+    from generation.models import Discard, Intent
+
+    with FakeOpenAI(StageScript(), latency=0.1) as fake:
+        env = point_settings_at(settings, fake, LLM_PRICES="gpt-4o=1000/1000", LLM_CACHE="false")
+        worker = celery_worker_factory(extra_env=env, concurrency=4).wait_ready()
+        job = services.job_create(config={**JOB_CONFIG, "cost_limit": 0.1})  # the whole job costs ~$0.5
+        job = wait_job(job.pk, worker, 120)
+        sent = fake.request_count
+    assert job.status == "failed" and job.error.startswith("cost limit reached"), job.error
+    calls = LLMCall.objects.filter(job=job)
+    assert sent == calls.count() and all(c.created_at <= job.finished_at for c in calls)
+    assert Intent.objects.filter(job=job).exists()
+    assert not Discard.objects.filter(job=job, reason__in=["stage_error", "task_error"]).exists()
+    assert not calls.filter(outcome="in_flight").exists()
+    cancelled = [k for sp in StageProgress.objects.filter(job=job) for k, v in sp.items.items() if v == "cancelled"]
+    assert cancelled  # the items that wanted a request after the limit are not counted
