@@ -60,7 +60,7 @@ def test_generate_wait_says_when_no_worker_answers(settings, transactional_db, t
     path = tmp_path / "import.json"
     path.write_text(json.dumps(import_document(1)))
     out = StringIO()
-    with pytest.raises(CommandError, match="no Celery worker answered within 8 s") as exc:
+    with pytest.raises(CommandError, match="no Celery worker of generation jobs answered within 8 s") as exc:
         call_command("generate", "--from-file", str(path), "--wait", stdout=out)
     assert "start one" in str(exc.value) and "--inline" in str(exc.value)
     assert "queued" in out.getvalue()
@@ -86,10 +86,16 @@ def test_webhooks_have_their_own_queue(settings, celery_worker_factory):
         assert job.status == "succeeded"
         delivery = Delivery.objects.get()
         assert delivery.state == "pending" and delivery.attempts == 0  # queued where this worker does not look
+        generation.stop()
         hooks_worker = celery_worker_factory(queues="webhooks")
         wait_for(lambda: Delivery.objects.get().state == "delivered", timeout=60,
                  message=f"the webhook worker to deliver\n{hooks_worker.log()[-3000:]}")
     assert [r["status"] for r in receiver.received] == [200] and receiver.received[0]["valid"]
+    # A webhook worker alone runs no generation job: `generate --wait` says there is no worker for it.
+    path = settings.VAR_DIR / "import.json"
+    path.write_text(json.dumps(import_document(1)))
+    with pytest.raises(CommandError, match="no Celery worker of generation jobs answered"):
+        call_command("generate", "--from-file", str(path), "--wait", stdout=StringIO())
     assert "Task webhooks.tasks.deliver_webhook[" not in generation.log()
     assert "Task webhooks.tasks.deliver_webhook[" in hooks_worker.log()
 

@@ -27,22 +27,25 @@ def bounded(kind: type, name: str):
     return parse
 
 
-# `--wait` first asks the workers to answer a ping (the control channel, answered even when every
-# pool thread is busy with a long item): this many tries of this many seconds.
+# `--wait` first asks the workers which queues they consume (the control channel, answered even
+# when every pool thread is busy with a long item): this many tries of this many seconds.
 PING_SECONDS = 2.0
 PING_TRIES = 4
 
 
 def live_worker() -> bool:
-    """True when at least one worker on the broker answers a ping."""
+    """True when a worker on the broker answers and consumes the generation (default) queue; a
+    worker of the webhooks queue alone (scripts/run.sh) runs no job."""
     from almita_web.celery import app
 
+    default = app.conf.task_default_queue
     for _ in range(PING_TRIES):
         try:
-            if app.control.ping(timeout=PING_SECONDS):
-                return True
+            replies = app.control.inspect(timeout=PING_SECONDS).active_queues() or {}
         except Exception:  # noqa: BLE001 - a broker that cannot be reached has no live worker either
             return False
+        if any(q.get("name") == default for queues in replies.values() for q in queues or []):
+            return True
     return False
 
 
@@ -120,7 +123,8 @@ class Command(BaseCommand):
             return
         elif not live_worker():
             raise CommandError(
-                f"no Celery worker answered within {PING_SECONDS * PING_TRIES:.0f} s, so nothing runs job {job.pk}: "
+                f"no Celery worker of generation jobs answered within {PING_SECONDS * PING_TRIES:.0f} s, so nothing "
+                f"runs job {job.pk}: "
                 "start one (celery -A almita_web worker, or make run) and it will pick the job up; "
                 "or run it here with --inline")
         deadline = time.monotonic() + opts["timeout"]
