@@ -168,11 +168,11 @@ def test_the_product_agrees_with_the_plain_implementation_on_random_cases():
     for case in range(400):
         apis = [{"name": f"api_{i}", "params": [{"name": f"p{j}", "required": rng.random() < 0.5}
                                                  for j in range(rng.randint(0, 3))]} for i in range(rng.randint(1, 3))]
-        required = SS.required_parameters(apis)
+        plain_required = {a["name"]: [q["name"] for q in a["params"] if q["required"]] for a in apis}
         reference = [random_call(rng, apis) for _ in range(rng.randint(0, 5))]
         predicted = [random_call(rng, apis) for _ in range(rng.randint(0, 6))]
-        matched = plain_counts(reference, predicted, required)
-        counts = SS.tool_counts(reference, predicted, required)
+        matched = plain_counts(reference, predicted, plain_required)
+        counts = SS.tool_counts(reference, predicted, SS.required_parameters(apis))
         assert counts == {"recalled": matched, "reference": len(reference), "precise": matched,
                           "predicted": len(predicted)}, (case, reference, predicted)
         seen["matched"] += matched
