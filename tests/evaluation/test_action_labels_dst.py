@@ -127,7 +127,10 @@ def labelling_agent(body, n):
     if DA.ACTION_MARKER in system:
         return Reply(content=LABELS_SAID[t])
     if "report the dialogue state" in system:
-        return Reply(content=json.dumps(STATES_SAID[t]))
+        said = dict(STATES_SAID[t])
+        if t == 23:  # nothing left to call: this agent says so in ToolDial's shape
+            said = {"api_confirmed": "false", "api_status": "none"}
+        return Reply(content=json.dumps(said))
     return Reply(content=ACTIONS_SAID[t])
 
 
@@ -137,8 +140,14 @@ def test_a_run_asks_the_model_for_action_labels_and_says_so(fake_openai, openai_
     agent = services.agent_create(name="labeller", mode=AgentMode.PROMPT, model="fake-model")
     release = dst_release()
     run = services.run_execute_inline(run=services.run_create(
-        agent=agent, release=release, similarity="lexical", action_labels="model", start=False), workers=1)
+        agent=agent, release=release, similarity="lexical", action_labels="model", dst=True, start=False), workers=1)
     assert run.action_labels == "model"
+    # DST: t21, t22 right as before, and now t23 (api_confirmed false, no API) too: 3/4; slots: tp 2,
+    # predicted 2 (t22, t24), gold 3
+    dst = run.metrics["dst"]
+    assert (dst["joint"], dst["total"]) == (3, 4)
+    assert (dst["slot_true_positives"], dst["slot_predicted"], dst["slot_gold"]) == (2, 2, 3)
+    assert run.results.get(entry__test_id=23).predicted_state == {"api": None, "slots": {}, "api_confirmed": False}
     actions = run.metrics["actions"]
     assert (actions["correct"], actions["total"]) == (2, 4) and actions["labels_from"] == "model"
     assert actions["matrix"] == {"request": {"request": 1}, "call": {"call": 1, "invalid": 1},
