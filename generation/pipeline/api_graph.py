@@ -186,9 +186,11 @@ def described(out_name: str, in_description: str) -> bool:
 
 def field_score(out: Field, src: ApiNode, inp: Field, dst: ApiNode, *, desc_sim: float) -> tuple[float, str]:
     """(score, how) for filling input `inp` of `dst` with output `out` of `src`."""
-    if not types_compatible(out.type, inp.type):
-        return 0.0, ""
     name, how = name_similarity(out.name, inp.name), "name"
+    if not types_compatible(out.type, inp.type) and not (name == 1.0 and coarse_type(inp.type) != "bool"):
+        # A record fills no scalar input unless it carries the input's very name (the paper's loosely
+        # typed {"name": "user_id", "type": "dict"}); "order" (a dict) never fills "order_id".
+        return 0.0, ""
     if name < 0.9 and described(out.name, inp.description):
         name, how = 0.9, "described"
     score = 0.75 * name + 0.25 * desc_sim
