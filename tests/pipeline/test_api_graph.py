@@ -44,6 +44,8 @@ def test_a_record_fills_only_the_fields_it_declares():
     """The old entity rule linked an output typed `Order` to every `order_id`; a record that does not
     hold the id (a user record holds no user_id) fills nothing."""
     assert edges(GET_ORDER, CANCEL) == {}  # "order" (Order) declares no order_id
+    loose = api("find_user", [("email", "str", "")], [("user_id", "dict", "")])  # the paper's loose typing
+    assert set(edges(loose, GET_USER)) == {("find_user", "get_user_details")}  # its very name: it is the id
     order = [("order", "object", "The order"), ("order_id", "string", "The order id")]
     got = edges(api("get_order_details", [("order_id", "string", "")], order), CANCEL)
     assert set(got) == {("get_order_details", "cancel_order")}
