@@ -345,8 +345,12 @@ def apply_output_schemas(apis: list[ApiNode], schemas: Any) -> list[ApiNode]:
         if not isinstance(entry, dict):
             out.append(api)
             continue
-        returns = entry.get("returns", entry) if "returns" in entry or "accepts" in entry else entry
         accepts = entry.get("accepts") if isinstance(entry.get("accepts"), dict) else api.accepts
+        if "returns" not in entry and "accepts" in entry:  # preconditions only: the outputs stay
+            out.append(ApiNode(api.name, api.description, list(api.inputs), list(api.outputs), api.states,
+                               dict(accepts or {})))
+            continue
+        returns = entry.get("returns", entry)
         out.append(ApiNode(api.name, api.description, list(api.inputs), outputs_of_schema(returns),
                            OS.record_states(returns), dict(accepts or {})))
     return out

@@ -81,7 +81,11 @@ def test_a_list_of_records_feeds_an_input_its_items_hold():
 
 
 def test_imported_schemas_are_checked():
-    apis = G.load_apis([{"name": "a", "params": []}])
+    apis = G.load_apis([{"name": "a", "params": [], "output": {"name": "x", "type": "str"}}])
+    bare, only_accepts = (G.apply_output_schemas(apis, {"a": schema})[0] for schema in (
+        {"type": "string", "title": "y"}, {"accepts": {"x": {"status": ["open"]}}}))
+    assert [f.name for f in bare.outputs] == ["y"]  # a bare schema is the output
+    assert [f.name for f in only_accepts.outputs] == ["x"] and only_accepts.accepts == {"x": {"status": ["open"]}}
     with pytest.raises(G.ApiGraphInputError, match="not in the list: b"):
         G.apply_output_schemas(apis, {"b": {"returns": {"type": "string", "title": "x"}}})
     with pytest.raises(G.ApiGraphInputError, match="expected an object"):
