@@ -136,9 +136,11 @@ def parse_state(content: str | None) -> dict[str, Any] | None:
         return None
     status = obj.get("api_status")
     if isinstance(status, dict):  # ToolDial's shape: api_status {api_name, required/optional parameters}
-        api = status.get("api_name")
-        slots = {**(status.get("required_parameters") or {}), **(status.get("optional_parameters") or {})}
-        slots = {k: v for k, v in slots.items() if v not in ("", None)} if isinstance(slots, dict) else None
+        api, slots = status.get("api_name"), {}
+        for part in (status.get("required_parameters"), status.get("optional_parameters")):
+            if not isinstance(part, (dict, type(None))):
+                return None
+            slots.update({k: v for k, v in (part or {}).items() if v not in ("", None)})
     else:
         api = obj.get("api", obj.get("api_name"))
         slots = obj.get("slots", obj.get("parameters", {}))

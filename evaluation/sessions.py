@@ -9,7 +9,7 @@ the user simulator's and the judge's prompts and parsers, the API environment, a
 - The task summary lists the goals (FlowBench's "user goals"): the customer's issue, and each
   API call the workflow should make with its parameters. The judge counts the goals reached.
 - The environment answers an agent's API call with the reference output of the first unused
-  reference call with the same name and parameters, else with an error, so a session is
+  reference call it matches (name and required parameters, as below), else with an error, so a session is
   reproducible and never calls anything real.
 - Metrics: success rate (sessions whose judge says every goal was met), task progress (mean share
   of goals met), tool-invocation precision / recall / F1 over the session, and the mean number of

@@ -96,6 +96,7 @@ def test_parse_state_reads_both_shapes():
         "api": None, "slots": {}, "api_confirmed": False}
     assert D.parse_state('{"api_confirmed": false, "api": null, "slots": {}}') == {
         "api": None, "slots": {}, "api_confirmed": False}
+    assert D.parse_state('{"api_confirmed": true, "api_status": {"api_name": "x", "required_parameters": []}}') is None
     assert D.parse_state('{"api": "x", "slots": {}}')["api_confirmed"] is True  # no flag: it names an API
     assert D.parse_state('{"api": null, "slots": {}}')["api_confirmed"] is False
 
