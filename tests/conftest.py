@@ -136,10 +136,28 @@ class WorkerProcess:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
+def _purge_queues() -> None:
+    """Drop messages earlier tests of this session left on the broker (their rows were flushed, so a
+    worker would fail on them: e.g. evaluate_lane for a run that no longer exists)."""
+    from almita_web.celery import app
+
+    try:
+        with app.connection_for_write() as conn:
+            channel = conn.default_channel
+            for queue in (app.conf.task_default_queue, settings.WEBHOOK_QUEUE):
+                try:
+                    channel.queue_purge(queue)
+                except Exception:  # noqa: BLE001 - a queue never declared has nothing to purge
+                    pass
+    except Exception:  # noqa: BLE001 - no broker reachable: the worker will say so itself
+        pass
+
+
 @pytest.fixture
 def celery_worker_factory(transactional_db, tmp_path):
     """Start real `celery worker` processes on the configured broker and the test database."""
     workers: list[WorkerProcess] = []
+    _purge_queues()
 
     def factory(extra_env: dict[str, str] | None = None, concurrency: int = 4,
                 queues: str = "celery,webhooks") -> WorkerProcess:
