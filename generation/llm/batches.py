@@ -118,16 +118,17 @@ def _client() -> openai.OpenAI:
     return client_for(settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY, settings.OPENAI_TIMEOUT)
 
 
-def _submit(client: openai.OpenAI, job_id: int, ids: list[int]) -> None:
-    """Claim these pending requests into a new batch and send it (back to pending if sending fails)."""
+def _submit(client: openai.OpenAI, job_id: int, ids: list[int]) -> list[dict]:
+    """Claim these pending requests into a new batch and send it (back to pending if sending fails
+    for a moment); returns the requests that failed for good (the endpoint has no Batch API)."""
     base_url = settings.OPENAI_BASE_URL
     batch = LLMBatch.objects.create(job_id=job_id, endpoint=public_endpoint(base_url))
     BatchRequest.objects.filter(pk__in=ids, state=State.PENDING).update(
         state=State.SUBMITTED, batch=batch, attempts=F("attempts") + 1)
-    rows = list(BatchRequest.objects.filter(batch=batch, state=State.SUBMITTED).values("id", "body"))
+    rows = list(BatchRequest.objects.filter(batch=batch, state=State.SUBMITTED).values("id", "body", "stage", "key"))
     if not rows:  # another poll took them
         batch.delete()
-        return
+        return []
     url = batch_url(base_url)
     data = "".join(json.dumps({"custom_id": f"r{r['id']}", "method": "POST", "url": url, "body": r["body"]},
                               ensure_ascii=False) + "\n" for r in rows).encode()
@@ -135,14 +136,24 @@ def _submit(client: openai.OpenAI, job_id: int, ids: list[int]) -> None:
         upload = client.files.create(file=("requests.jsonl", data, "application/jsonl"), purpose="batch")
         remote = client.batches.create(input_file_id=upload.id, endpoint=url,
                                        completion_window=settings.LLM_BATCH_WINDOW)
+    except (openai.NotFoundError, openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+        # No Batch API here (or not for this key): waiting would never end. Fail these requests.
+        why = f"the endpoint refused the Batch API (HTTP {exc.status_code}): run this job online"
+        BatchRequest.objects.filter(batch=batch, state=State.SUBMITTED).update(state=State.FAILED, error=why)
+        LLMBatch.objects.filter(pk=batch.pk).update(status=BatchStatus.FAILED, error=why, failed=len(rows),
+                                                    requests=len(rows), finished_at=timezone.now())
+        if isinstance(exc, openai.NotFoundError):
+            capabilities.remember(base_url, "", batches=False)
+        return rows
     except openai.APIError as exc:
         logger.warning("submitting a batch of job %s failed: %s", job_id, type(exc).__name__)
         BatchRequest.objects.filter(batch=batch, state=State.SUBMITTED).update(
             state=State.PENDING, batch=None, attempts=F("attempts") - 1)
         batch.delete()
-        return
+        return []
     LLMBatch.objects.filter(pk=batch.pk).update(remote_id=remote.id, input_file_id=upload.id, requests=len(rows),
                                                 remote_status=remote.status or "", polled_at=timezone.now())
+    return []
 
 
 def _submit_pending(client: openai.OpenAI) -> list[tuple[int, str, str]]:
@@ -159,7 +170,8 @@ def _submit_pending(client: openai.OpenAI) -> list[tuple[int, str, str]]:
                 state=State.FAILED, error=str(exc)[:2000])
             rerun += [(job_id, r["stage"], r["key"]) for r in rows]
             continue
-        _submit(client, job_id, [r["id"] for r in rows])  # one batch per job and model
+        failed = _submit(client, job_id, [r["id"] for r in rows])  # one batch per job and model
+        rerun += [(job_id, r["stage"], r["key"]) for r in failed]
     return rerun
 
 

@@ -88,10 +88,13 @@ def probe(base_url: str | None = None, api_key: str | None = None, model: str | 
         out["message"] = redact(f"HTTP {exc.status_code}: {exc.message}", secrets)[:300]
     except (openai.APIConnectionError, openai.APITimeoutError) as exc:
         out["message"] = f"could not reach the endpoint ({type(exc).__name__})"
+        return out
     except LLMError as exc:
         out["message"] = str(exc)
+        return out
     if out["ok"]:
         remember(base_url, model, structured_outputs=out["structured_outputs"])
-        out["batches"], out["batches_message"] = _probe_batches(client)
+    out["batches"], out["batches_message"] = _probe_batches(client)
+    if out["batches"] or "404" in out["batches_message"]:
         remember(base_url, "", batches=out["batches"])
     return out

@@ -92,6 +92,9 @@ def job_config_normalise(config: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(cfg.get("cache", True), bool):
         raise JobConfigError("cache must be true or false")
     cfg["cache"] = cfg.get("cache", True)
+    if not isinstance(cfg.get("batch", False), bool):
+        raise JobConfigError("batch must be true or false")
+    cfg["batch"] = cfg.get("batch", False)
     models = cfg.get("models") or {}
     if not isinstance(models, dict) or not all(isinstance(v, str) and len(v) <= 200 for v in models.values()):
         raise JobConfigError("models must map stages to model names (at most 200 characters)")
