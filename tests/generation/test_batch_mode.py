@@ -30,7 +30,7 @@ def test_batch_job_matches_online_at_half_the_cost(settings, celery_worker_facto
     # the failed line in batch 1) expires after its first two lines.
     script = combine(partly_failing(batch_no=0, every=3), expiring(batch_no=2, after=2))
     with FakeOpenAI(StageScript(bad=BAD), batch_script=script) as fake:
-        env = point_settings_at(settings, fake, LLM_BATCH_POLL_SECONDS=0.3, LLM_PRICES="gpt-4o=2.5/10")
+        env = point_settings_at(settings, fake, LLM_BATCH_POLL_SECONDS=0.3, LLM_PRICES="gpt-4o=4/10")
         worker = celery_worker_factory(extra_env=env)
         online = wait_job(services.job_create(config={**JOB_CONFIG, "cache": False}).pk, worker, 120)
         online_requests = fake.request_count
@@ -56,7 +56,8 @@ def test_batch_job_matches_online_at_half_the_cost(settings, celery_worker_facto
     # Repairs travelled as later batches: the repaired items' second turns have repair=1.
     assert calls.filter(repair__gte=1).exists()
 
-    # Cost: the same replies at half the price.
+    # Cost: the same replies at half the price. (Prices chosen so that half a call's cost, 10 × 4 +
+    # 5 × 10 tokens·$/M = $0.00009 → $0.000045, is exact in the six decimals a cost is stored with.)
     online_ok = LLMCall.objects.filter(job=online, outcome__in=["ok", "invalid"]).count()
     assert outcomes["ok"] + outcomes["invalid"] == online_ok
     ratio = batched.cost_usd / online.cost_usd
