@@ -193,6 +193,8 @@ class Context:
              check: Callable[[str], list[tuple[str, str]]], **extra: Any) -> llm.Answer:
         """llm.ask with this job's model, temperature, feedback, prompt version and cache setting."""
         messages, version = self.with_feedback(messages, template_id)
+        if self.config.get("repairs") is not None:  # a job's own repair budget (the paper's: none)
+            extra.setdefault("attempts", int(self.config["repairs"]))
         return llm.ask(
             messages=messages, check=check, stage=stage, model=(self.config.get("models") or {}).get(stage) or None,
             temperature=self.temperature(stage), response_format=JSON_FORMAT if json_mode else None,
