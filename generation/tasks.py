@@ -156,3 +156,4 @@ def batches_poll_task() -> None:
 def _recover_on_start(sender=None, **_: object) -> None:
     jobs_recover_task.delay()
     jobs_watchdog_task.delay()
+    batches_poll_task.delay()  # batch mode: batches left open by a stopped worker are read again

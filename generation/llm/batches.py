@@ -253,8 +253,14 @@ def _check(client: openai.OpenAI, batch: LLMBatch) -> list[tuple[int, str, str]]
     if status not in FINAL or not LLMBatch.objects.filter(pk=batch.pk, status=BatchStatus.SUBMITTED).update(
             status=BatchStatus.INGESTING):
         return []
-    lines = {**_read(client, remote.error_file_id), **_read(client, remote.output_file_id)}
-    rerun, counts = _ingest(batch, status, lines)
+    try:
+        lines = {**_read(client, remote.error_file_id), **_read(client, remote.output_file_id)}
+        rerun, counts = _ingest(batch, status, lines)
+    except Exception:
+        # Unreadable files, the provider gone mid-read: hand the batch back to the next poll (the
+        # lines read so far are done or pending again already, and are not read twice).
+        LLMBatch.objects.filter(pk=batch.pk).update(status=BatchStatus.SUBMITTED)
+        raise
     LLMBatch.objects.filter(pk=batch.pk).update(
         status=BatchStatus.FAILED if status == "failed" else BatchStatus.DONE, finished_at=timezone.now(),
         error=redact(str(getattr(remote, "errors", "") or ""))[:2000] if status == "failed" else "", **counts)
@@ -271,7 +277,7 @@ def batches_poll() -> tuple[list[tuple[int, str, str]], bool]:
     for batch in LLMBatch.objects.filter(status=BatchStatus.SUBMITTED).exclude(remote_id=""):
         try:
             rerun += _check(client, batch)
-        except openai.APIError as exc:  # the provider is down for a moment: the next poll asks again
+        except (openai.APIError, ValueError) as exc:  # down for a moment, or a bad file: asked again next poll
             logger.warning("polling batch %s failed: %s", batch.remote_id, type(exc).__name__)
     more = BatchRequest.objects.filter(state__in=[State.PENDING, State.SUBMITTED]).exists()
     return sorted(set(rerun)), more
