@@ -162,7 +162,7 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile the workers and print the merged top")
     parser.add_argument("--per-minute", type=float, default=600, help="R, the rate part's requests a minute")
     parser.add_argument("--rate-calls", type=int, default=600, help="LLM calls in each rate-part job")
-    parser.add_argument("--paper-paths", type=int, default=48, help="n, the economy part's walks per graph (paper)")
+    parser.add_argument("--paper-paths", type=int, default=100, help="n, the economy part's walks per graph (paper)")
     args = parser.parse_args()
     var_dir = setup()
     ok = True

@@ -1,8 +1,9 @@
 """The paper's configuration side by side with ours (issue #32 item 7): `--part economy`.
 
 The same job runs twice on the same simulated endpoint, at content and transport fault rates 0,
-0.1 and 0.3. It starts from imported procedures with their APIs and flowgraphs (branching: three
-levels of API calls with two outcomes each, 8 leaves), so every LLM call is an A.6 conversation
+0.1 and 0.3. It starts from imported procedures with their APIs and flowgraphs, 8 leaves each: three
+are trees (three levels of API calls with two outcomes each), three are combs (seven checks in a
+row, a failed one ending the conversation: the usual shape of a support procedure), so every LLM call is an A.6 conversation
 along one sampled path, and the endpoint writes a valid conversation for any path it is given
 (the offline realiser) unless a fault is drawn: a 429, a 5xx, a body cut off (transport, retried
 by the client in both configurations), or a reply that is wrong-shape JSON, JSON cut off, or a
@@ -34,39 +35,44 @@ from pathlib import Path
 from bench.generation_common import Worker
 
 PROCEDURES = 6
-API_LEVELS = 3  # 1 + 2 + 4 API nodes, 8 end messages
+API_LEVELS = 3  # a tree: 1 + 2 + 4 API nodes, 8 end messages
+COMB_CHECKS = 7  # a comb: 7 checks in a row, each failing one ending the call, 8 end messages
 
 
-def _flowgraph(i: int, tag: str) -> tuple[str, dict]:
-    """A branching flowgraph and its APIs (the A.3 shape)."""
-    lines = [f"[N0](start_message){{Greet the customer of branch office {i} ({tag})}}",
+def _api(level: int) -> dict:
+    return {"name": f"step_{level}", "desc": f"Check step {level} of the order",
+            "params": [{"name": "account_number", "type": "int"}], "output": {"name": f"ok_{level}", "type": "bool"}}
+
+
+def _flowgraph(i: int, tag: str, shape: str) -> tuple[str, dict]:
+    """A branching flowgraph and its APIs (the A.3 shape). `tree`: every check branches into two
+    further checks; `comb`: sequential checks where a failed one ends the conversation (the usual
+    shape of a support procedure: verify, then verify the next thing, ...). Both have 8 leaves."""
+    lines = [f"[N0](start_message){{Greet the customer of branch office {i} ({tag}, {shape})}}",
              f"[N1](message){{Ask for the customer's account number at office {i} ({tag})}}",
              "[E0](N0, N1){Has a problem with an order}", "[E1](N1, N2){Gives the account number}"]
-    apis, edge, node, frontier = [], 2, 2, [2]
-    for level in range(API_LEVELS):
-        name = f"step_{level}"
-        apis.append({"name": name, "desc": f"Check step {level} of the order", "params": [
-            {"name": "account_number", "type": "int"}], "output": {"name": f"ok_{level}", "type": "bool"}})
+    edge, node, frontier, leaves = 2, 2, [2], []
+    levels = API_LEVELS if shape == "tree" else COMB_CHECKS
+    for level in range(levels):
         nxt = []
         for parent in frontier:
-            lines.append(f"[N{parent}](api){{{name}}}")
+            lines.append(f"[N{parent}](api){{step_{level}}}")
             for outcome in ("passed", "failed"):
                 node += 1
-                child = node
-                lines.append(f"[E{edge}](N{parent}, N{child}){{Step {level} {outcome}}}")
+                lines.append(f"[E{edge}](N{parent}, N{node}){{Step {level} {outcome}}}")
                 edge += 1
-                nxt.append(child)
+                (leaves if shape == "comb" and outcome == "failed" else nxt).append(node)
         frontier = nxt
-    for leaf in frontier:
+    for leaf in leaves + frontier:
         lines.append(f"[N{leaf}](end_message){{Explain the outcome and say goodbye}}")
-    return "<flow>\n" + "\n".join(lines) + "\n</flow>", {"apis": apis}
+    return "<flow>\n" + "\n".join(lines) + "\n</flow>", {"apis": [_api(level) for level in range(levels)]}
 
 
 def import_document(tag: str) -> dict:
     """The job's imported procedures; `tag` makes each run's prompts its own (no cache across runs)."""
     docs = []
     for i in range(PROCEDURES):
-        flow, apis = _flowgraph(i, tag)
+        flow, apis = _flowgraph(i, tag, "tree" if i % 2 == 0 else "comb")
         docs.append({"intent": {"client": "parcel carrier", "issue": f"order problem {i}", "name": f"order {i}"},
                      "title": f"Order checks {i}", "text": f"# Order checks {i}\n1. Ask.\n2. Check.\n3. Answer.",
                      "apis": apis, "flowgraph": flow})
@@ -137,7 +143,10 @@ def measure(job) -> dict:
     total = reached = 0
     full: list = [0, set()]  # requests, distinct tests until every graph was covered
     all_covered = True
+    # shape → [requests until its graphs were covered, graphs, graphs covered, distinct tests by then]
+    by_shape: dict[str, list] = {}
     for cg in ConversationGraph.objects.filter(job=job):
+        shape = by_shape.setdefault("comb" if ", comb)" in cg.text else "tree", [0, 0, 0, set()])
         target = set(coverable_edges(graph_from_json(cg.data)))
         total += len(target)
         covered: set = set()
@@ -145,18 +154,22 @@ def measure(job) -> dict:
         for path in SampledPath.objects.filter(job=job, conversation_graph=cg).order_by("index"):
             if not done:
                 full[0] += requests_of[path.pk]
+                shape[0] += requests_of[path.pk]
+                shape[3] |= tests_of.get(conv_of.get(path.pk), set())
                 full[1] |= tests_of.get(conv_of.get(path.pk), set())
             if path.pk in conv_of:
                 covered |= set(zip(path.node_ids, path.node_ids[1:]))
             done = done or target <= covered
         reached += len(target & covered)
         all_covered &= done
+        shape[1] += 1
+        shape[2] += int(done)
     return {"requests": sent.count(), "tokens": (tokens["p"] or 0) + (tokens["c"] or 0),
             "tests": Test.objects.filter(job=job).count(), "coverage": reached / total if total else 1.0,
-            "full_at": (full[0], len(full[1])) if all_covered else None}
+            "full_at": (full[0], len(full[1])) if all_covered else None, "by_shape": by_shape}
 
 
-def economy_part(var_dir: Path, rates: list[float], paper_paths: int = 48) -> dict:
+def economy_part(var_dir: Path, rates: list[float], paper_paths: int = 100) -> dict:
     from django.conf import settings
 
     from generation import services
@@ -189,6 +202,21 @@ def economy_part(var_dir: Path, rates: list[float], paper_paths: int = 48) -> di
         print(f"{rate:>6.1f} {name:>6} {r['requests']:>8} {r['tests']:>6} {r['requests'] / max(r['tests'], 1):>8.2f} "
               f"{r['tokens'] / max(r['tests'], 1):>11.0f} {r['coverage']:>8.3f} "
               f"{full[0] if full else 'never':>11} {at_full:>16}")
+    for (rate, name), r in list(results.items()):
+        shapes = ", ".join(f"{shape}s: {v[2]}/{v[1]} covered, {v[0]} requests for {len(v[3])} distinct tests until then"
+                           for shape, v in sorted(r["by_shape"].items()))
+        print(f"{rate:>6.1f} {name:>6}: {shapes}")
+        for shape, v in r["by_shape"].items():
+            results[(rate, name, shape)] = (v[0] / max(len(v[3]), 1)) if v[2] == v[1] else None
+    for rate in rates:
+        for shape in ("tree", "comb"):
+            p_shape, o_shape = results.get((rate, "paper", shape)), results.get((rate, "ours", shape))
+            if p_shape and o_shape:
+                print(f"fault rate {rate}, {shape}s: requests per distinct valid test covering every edge, "
+                      f"paper ÷ ours = {p_shape / o_shape:.2f}")
+            else:
+                print(f"fault rate {rate}, {shape}s: {'ours' if p_shape else 'the paper' + chr(39) + 's configuration'} "
+                      f"did not cover every edge (n={paper_paths} walks per graph for the paper)")
     for rate in rates:
         p_run, o_run = results[(rate, "paper")], results[(rate, "ours")]
         plain = (p_run["requests"] / max(p_run["tests"], 1)) / (o_run["requests"] / max(o_run["tests"], 1))
