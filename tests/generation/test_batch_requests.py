@@ -90,3 +90,17 @@ def test_stopped_job_sends_nothing_more(settings):
         assert _poll_until_quiet() == [(job.pk, "conversations", "k")]  # its item runs and finishes
         assert BatchRequest.objects.get().state == "failed" and not LLMBatch.objects.exists()
         assert fake.batch_store.lines == []
+
+
+def test_generate_command_batch_flag(settings):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    with FakeOpenAI() as fake:
+        point_settings_at(settings, fake)
+        with pytest.raises(CommandError, match="--batch needs a worker"):
+            call_command("generate", "--intents", "1", "--batch", "--inline", stdout=StringIO())
+        # Queued after commit (never, inside this test's transaction): the job's settings are what is checked.
+        call_command("generate", "--intents", "1", "--batch", stdout=StringIO())
+        assert GenerationJob.objects.get().config["batch"] is True
