@@ -74,7 +74,7 @@ def probe(base_url: str | None = None, api_key: str | None = None, model: str | 
     try:
         client = client_for(base_url, api_key, min(settings.OPENAI_TIMEOUT, 20.0))
         reply = client.chat.completions.create(
-            model=model, messages=[{"role": "user", "content": 'Answer {"ok": true}.'}], max_tokens=20,
+            model=model, messages=[{"role": "user", "content": 'Answer {"ok": true}.'}],
             response_format={"type": "json_schema", "json_schema": _PROBE_SCHEMA})
         out.update(ok=True, structured_outputs=True,
                    message=f"the endpoint answered ({reply.usage.total_tokens if reply.usage else 0} tokens)")
