@@ -161,7 +161,7 @@ def realise_conversation(g: nx.DiGraph, path: list[Any], apis: list[ApiSpec],
                     last = None
                 if isinstance(last, dict) and len(last) == 1 and isinstance(next(iter(last.values())), dict):
                     last = next(iter(last.values()))
-            messages.append({"role": "assistant", "content": assistant_says(label, tool_names, last)})
+            messages.append({"role": "assistant", "content": assistant_says(label, tool_names, last, known)})
         elif ntype == "api":
             api = by_name.get(label)
             params = {p.name: known[p.name] for p in api.params if p.name in known} if api else {}

@@ -1,9 +1,24 @@
 """Turning chart text into things people say, for offline conversations.
 
 A flowchart node is an instruction to the agent ("Ask the user for the order number, call
-findOrder"); the assistant should say a message ("Could you tell me your order number?"). An
-edge label names the user's choice ("User books again"); the user should answer ("I'd like to book
-again."). These are rewrites of the chart's own words, never templates that ignore them.
+findOrder", "Subgoal: ask for the budget", "Step 3.1: Verify Network Service Status"); the
+assistant should say a message ("Could you please give me the order number?"). An edge label names
+the user's choice ("User books again"); the user should answer ("I'd like to book again."). A small
+set of rules, applied clause by clause, rewrites the chart's own words:
+
+1. text that is already speech (a question, or a sentence opening with I, we, could, sorry ...) is
+   said as written, with ``{placeholders}`` filled from the values the conversation holds;
+2. scaffolding is removed: ``Subgoal:``/``Step 2.1:``/``Action:`` prefixes, numbering, tool calls
+   and the clauses about returned values, UI steps (click, enter into [a form]), notes to the agent
+   (remember, make sure, if ... with no consequence);
+3. each remaining clause is rewritten by its leading verb: ask -> a question, tell/say/explain -> a
+   statement in the agent's voice, confirm -> a confirmation, offer/suggest -> an offer,
+   give/show/read -> "Here is ...", check/verify/look up -> "Let me check ...", apologise,
+   greet, thank; a bare field name ("Full name - first and last") -> a request for it;
+4. whatever leaves nothing to say becomes "Let me look into that for you."
+
+"Let me" is only ever followed by one of the agent's own verbs (check, verify, look, search, find,
+see, take care), never by the chart's words.
 """
 from __future__ import annotations
 
@@ -11,16 +26,43 @@ import json
 import re
 from typing import Any
 
-_SUBJECT = r"(?:the\s+)?(?:user|customer|client|caller|guest|passenger|patient)"
+_SUBJECT = r"(?:the\s+)?(?:user|customer|client|caller|guest|passenger|patient|employee|member)"
 _YOU = [(re.compile(r"\b" + _SUBJECT + r"'s\b", re.I), "your"), (re.compile(r"\b" + _SUBJECT + r"s?\b", re.I), "you"),
         (re.compile(r"\btheir\b", re.I), "your"), (re.compile(r"\bthem\b", re.I), "you"),
         (re.compile(r"\bthey\b", re.I), "you"), (re.compile(r"\bhis or her\b", re.I), "your"),
-        (re.compile(r"\byou wants\b", re.I), "you want"), (re.compile(r"\byou needs\b", re.I), "you need"),
+        (re.compile(r"\byou (want|need|ha|do|wishe|prefer|agree|choose|decide|like|think|believe)s\b", re.I), r"you \1"),
         (re.compile(r"\byou has\b", re.I), "you have"), (re.compile(r"\byou is\b", re.I), "you are"),
-        (re.compile(r"\byou does\b", re.I), "you do")]
-_TOOLISH = re.compile(r"\b(call|calls|calling|use|using|invoke|invoking|api|tool|returned|based on|query|"
-                      r"check (?:if|whether) the (?:reservation|booking|request) is)\b", re.I)
-_GREETING = re.compile(r"^(greet|welcome|start|begin|hello)\b", re.I)
+        (re.compile(r"\byou was\b", re.I), "you were"), (re.compile(r"\byou doesn't\b", re.I), "you don't")]
+_AGENT_VOICE = [(re.compile(r"\byou will\b", re.I), "I will"), (re.compile(r"\byou'll\b", re.I), "I'll"),
+                (re.compile(r"\byou can\b", re.I), "I can"), (re.compile(r"\byou cannot\b", re.I), "I cannot"),
+                (re.compile(r"\byou are\b", re.I), "I am"), (re.compile(r"\byour\b", re.I), "my"),
+                (re.compile(r"\byou\b", re.I), "I")]
+_SCAFFOLD = re.compile(r"^\s*(?:(?:(?:sub)?goals?|steps?|paths?|stages?|phases?|actions?|notes?|tasks?|instructions?|"
+                       r"thoughts?|observations?|nodes?)\s*[\d.]*\s*[:：.)-]|\d+(?:\.\d+)*[.):]|[-*•>])\s*", re.I)
+_TITLE_PREFIX = re.compile(r"^\s*(?:paths?|stages?|phases?|(?:sub)?goals?)\b", re.I)
+_TOOLISH = re.compile(r"\b(call|calls|calling|invoke|invoking|api|apis|tool|tools|function|functions|returned|"
+                      r"returns|oracle|system|form|button|database|query|queries)\b|\w_\w|(?-i:[a-z][A-Z])|\[[^\]]*\]|\(\w*\)|"
+                      r"\bfunctions\.\w+", re.I)
+_TAIL = re.compile(r"\s+(?:based on|according to|from|using|with|via|by calling|by using)\s+(?:the\s+)?"
+                   r"(?:returned|result|results|output|response|api|tool|functions?\b|\w+_\w+|(?-i:[a-z]+[A-Z])).*$", re.I)
+_SPEECH = re.compile(r"^(i|i'm|i've|i'll|i'd|we|we're|we'll|could|can|would|will|what|when|where|which|who|whom|how|"
+                     r"is|are|do|does|did|may|might|shall|please|sure|thank|thanks|sorry|unfortunately|great|ok|okay|"
+                     r"alright|right|hello|hi|hey|your|here|perfect|excellent|certainly|of course|no problem|yes|"
+                     r"good|welcome|just|at|for|with|in|on|to|one|all right|got it|understood|noted|done)\b", re.I)
+_AGENT_VERBS = re.compile(r"^(enter|select|click|press|type|record|fill|submit|pull up|open|generate|update|"
+                          r"process|pick|choose|send|reset|create|add|remove|change|escalate|transfer|book|cancel|"
+                          r"refund|issue|apply|move|mark|write|input|log|note down|search|look up|find|validate|"
+                          r"retrieve|fetch|get the|locate|proceed)\b", re.I)
+_CHECK = re.compile(r"^(check|verify|look up|look into|look for|review|validate|investigate|confirm internally)\s+(.*)$",
+                    re.I)
+_DROP = re.compile(r"^(remember|make sure|ensure|note|skip|go to|go back|return to|continue|wait|repeat|try|"
+                   r"assume|if you are here|you can bypass|this is accomplished|the main effort|otherwise)\b", re.I)
+_FINITE = re.compile(r"\b(is|are|was|were|has|have|had|can|cannot|can't|will|won't|would|could|should|did|does|do|"
+                     r"doesn't|don't|isn't|aren't|wasn't|must|may|might|\w+ed|\w+n't)\b", re.I)
+_PLACEHOLDER = re.compile(r"\{(\w+)(?::[^{}]*)?\}")
+FALLBACK = "Let me look into that for you."
+GREETING = "Hello! How can I help you today?"
+GOODBYE = "Thank you for contacting us. Have a good day!"
 
 
 def to_you(text: str) -> str:
@@ -29,21 +71,55 @@ def to_you(text: str) -> str:
     return text
 
 
-def _sentence(text: str) -> str:
-    text = " ".join(text.split()).strip(" ,;")
+def _agent_voice(text: str) -> str:
+    for pattern, repl in _AGENT_VOICE:
+        text = pattern.sub(repl, text)
+    return to_you(text)
+
+
+def _sentence(text: str, end: str = ".") -> str:
+    text = " ".join(text.split()).strip(" ,;:-")
     if not text:
         return ""
+    text = re.sub(r"\bi\b", "I", text)
     text = text[0].upper() + text[1:]
-    return text if text[-1] in ".?!" else text + "."
+    return text if text[-1] in ".?!" else text + end
 
 
-def _clauses(text: str, tool_names: list[str]) -> list[str]:
-    parts = re.split(r"[;.]\s+|,\s*(?:and\s+|then\s+)?|\s+and then\s+|\s+then\s+|\s+and\s+(?=(?:ask|tell|"
-                     r"inform|confirm|say|offer|notify|check|let|call|use|invoke|give|provide)\b)",
-                     text.strip().rstrip("."))
-    names = [n.lower() for n in tool_names]
-    return [p.strip() for p in parts if p.strip() and not _TOOLISH.search(p)
-            and not any(n in p.lower() for n in names) and not re.search(r"\w_\w|[a-z][A-Z]", p)]
+def _clauses(text: str) -> list[str]:
+    parts = re.split(r";\s*|(?<=[a-z)\]\"'])[.!]\s+(?=[A-Z])|\s+>\s+|\s*\n\s*|,\s*(?:and\s+)?then\s+|\s+and then\s+|"
+                     r"\s+then\s+|,?\s+and\s+(?=(?:ask|tell|inform|confirm|say|offer|notify|check|let|call|use|"
+                     r"invoke|give|provide|explain|suggest|read|share|show|thank|apologi[sz]e|enter|click|select)\b)",
+                     text.strip())
+    return [p.strip().rstrip(".") for p in parts if p and p.strip(" .")]
+
+
+def _values(last_output: Any, known: dict[str, Any] | None) -> dict[str, Any]:
+    flat: dict[str, Any] = {k.lower(): v for k, v in (known or {}).items()}
+    stack = [last_output]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for k, v in item.items():
+                if isinstance(v, (dict, list)):
+                    stack.append(v)
+                else:
+                    flat[str(k).lower()] = v
+        elif isinstance(item, list):
+            stack += item[:1]
+    return flat
+
+
+def _fill(text: str, values: dict[str, Any]) -> str:
+    """``{balance:d}`` -> the value the conversation holds; a sentence whose value is unknown goes."""
+    if not _PLACEHOLDER.search(text):
+        return text
+    out = []
+    for sentence in re.split(r"(?<=[.?!])\s+", text):
+        names = [m.group(1).lower() for m in _PLACEHOLDER.finditer(sentence)]
+        if all(n in values for n in names):
+            out.append(_PLACEHOLDER.sub(lambda m: str(values[m.group(1).lower()]), sentence))
+    return " ".join(out)
 
 
 def _summary(output: Any) -> str:
@@ -56,71 +132,177 @@ def _summary(output: Any) -> str:
     return "" if output in (None, "", [], {}) else str(output)
 
 
-def assistant_says(instruction: str, tool_names: list[str], last_output: Any = None) -> str:
-    """What the agent says at a node whose text is ``instruction``."""
-    text = " ".join(instruction.split())
-    if not text or _GREETING.match(text):
-        return "Hello! How can I help you today?"
-    if re.match(r"^(thank|goodbye|bye|end)\b", text, re.I) or re.search(r"contact (us )?again", text, re.I):
-        return "Thank you for contacting us. Have a good day!"
-    said = []
-    for clause in _clauses(text, tool_names) or [text]:
-        c = to_you(clause)
-        m = re.match(r"^(?:ask|request|collect|obtain|get|inquire)\s+(?:you\s+)?(?:for|about)?\s*(.+)$", c, re.I)
-        if m and re.match(r"^(if|whether)\s+you\s+", m.group(1), re.I):
-            rest = re.sub(r"^(if|whether)\s+you\s+", "", m.group(1), flags=re.I)
-            wish = re.match(r"^(?:want|wants|would like|wish|wishes)\s+(to\s+)?(.*)$", rest, re.I)
-            if wish:
-                question = f"Would you like {wish.group(1) or ''}{wish.group(2)}"
-            elif re.match(r"^(need|needs|have|has)\b", rest, re.I):
-                question = "Do you " + re.sub(r"^(need|have)s\b", r"\1", rest)
-            else:
-                question = "Do you " + rest
-            said.append(question.strip().rstrip(".?") + "?")
-            continue
-        if m and re.match(r"^(if|whether)\b", m.group(1), re.I):
-            said.append(f"Could you tell me {m.group(1).strip().rstrip('.')}?")
-            continue
-        if m:
-            said.append(f"Could you please give me {m.group(1).strip()}?")
-            continue
-        m = re.match(r"^(?:confirm|verify)\s+(?:with you\s+)?(?:that\s+|if\s+|whether\s+)?(.+)$", c, re.I)
-        if m:
-            what = re.sub(r"\s+with you$", "", m.group(1).strip().rstrip("."))
-            said.append(f"Just to confirm: {what}?")
-            continue
-        m = re.match(r"^(?:inform|tell|notify|let)\s+(?:you\s+)?(?:know\s+)?(?:that\s+|of\s+|about\s+)?(.+)$", c, re.I)
-        if m:
-            said.append(_sentence(m.group(1)))
-            continue
-        m = re.match(r"^(?:say|explain|reply|respond|answer|mention)\s+(?:to you\s+)?(?:that\s+)?(.+)$", c, re.I)
-        if m:
-            said.append(_sentence(m.group(1)))
-            continue
-        m = re.match(r"^(?:offer|suggest|recommend|provide|give|show|present|share)\s+(?:you\s+)?(.+)$", c, re.I)
-        if m:
-            said.append(_sentence(f"I can offer you {m.group(1)}") if m.group(0).lower().startswith("offer")
-                        else _sentence(f"Here is {m.group(1)}"))
-            continue
-        if re.match(r"^(you|your|the|a|an|it|there|this|that|we|our|all|no|nothing)\b", c, re.I):
-            said.append(_sentence(c))
-        else:
-            said.append(_sentence("Let me " + c[0].lower() + c[1:]))
+def _is_title(text: str) -> bool:
+    words = re.findall(r"[A-Za-z][\w'-]*", text)
+    return bool(words) and len(words) <= 6 and not _FINITE.search(text) and all(
+        w[0].isupper() or w.lower() in ("and", "or", "of", "the", "a", "to", "for", "in", "on") for w in words)
+
+
+def _question(rest: str) -> str:
+    """``you want to book again`` -> "Would you like to book again?" (an "ask whether" clause)."""
+    m = re.match(r"^you\s+(?:want|would like|wish|like|prefer)\s+(to\s+)?(.*)$", rest, re.I)
+    if m:
+        return f"Would you like {m.group(1) or ''}{m.group(2)}?"
+    m = re.match(r"^you\s+(are|were|can|could|will|would|should|have been|had)\s+(.*)$", rest, re.I)
+    if m:
+        aux = m.group(1).split()[0]
+        return f"{aux.capitalize()} you {m.group(2)}?"
+    m = re.match(r"^you\s+(\w+)\b(.*)$", rest, re.I)
+    if m:
+        return f"Do you {m.group(1)}{m.group(2)}?"
+    m = re.match(r"^(.+?)\s+(is|are|was|were|can|will|would|has|have)\s+(.*)$", rest, re.I)
+    if m and len(m.group(1).split()) <= 5:
+        return f"{m.group(2).capitalize()} {m.group(1)} {m.group(3)}?"
+    m = re.match(r"^(.+?)\s+(\w+?)(?:e?s)\b(.*)$", rest, re.I)  # "another sailing suits" -> "Does another sailing suit?"
+    if m and len(m.group(1).split()) <= 4:
+        return f"Does {m.group(1)} {re.sub(r'ie$', 'y', m.group(2))}{m.group(3)} you?"
+    return f"Could you tell me whether {rest}?"
+
+
+def _noun(phrase: str) -> str:
+    phrase = re.sub(r"\s+(?:from|of|with)\s+you$", "", phrase.strip())
+    if re.match(r"^(the|a|an|your|my|any|some|this|that|these|those|which|what|how|when|where|who|whether|if)\b",
+                phrase, re.I):
+        return phrase
+    return "your " + phrase
+
+
+def _say_clause(raw: str, tool_names: list[str], summary: str) -> str:
+    c = _SCAFFOLD.sub("", raw).strip(" .,:")
+    c = re.sub(r"^(?:and|also|then|finally|first|next|afterwards|now|lastly),?\s+", "", c, flags=re.I)
+    if not c:
+        return ""
+    if re.match(r"^if\b", c, re.I):  # a condition: the node was reached on that branch; say the consequence
+        head, sep, tail = c.partition(",")
+        if not sep:
+            return ""
+        c = tail.strip()
+    c = _TAIL.sub("", c)
+    low = c.lower()
+    if _DROP.match(low) or any(n.lower() in low for n in tool_names if n):
+        return ""
+    if re.match(r"^(greet|welcome|start|begin|hello)\b", low):
+        return GREETING
+    if re.match(r"^(thank|goodbye|bye|say goodbye|end the conversation|close the conversation)\b", low):
+        return GOODBYE
+    m = re.match(r"^apologi[sz]e\s*(?:to\s+\S+\s+)?(?:for|that|:)?\s*(.*)$", c, re.I)
+    if m:
+        return _sentence(f"I'm sorry, {_agent_voice(m.group(1))}" if m.group(1) else "I'm sorry about that")
+    if _SPEECH.match(c) and not _TOOLISH.search(c):
+        return _sentence(c, "?" if re.match(r"^(could|can|would|will|what|when|where|which|who|how|is|are|do|does|"
+                                              r"did|may|shall)\b", low) else ".")
+    if _TOOLISH.search(c) and not re.match(r"^(ask|tell|inform|say|explain)\b", low):
+        return ""
+    m = re.match(r"^(?:ask|request|collect|obtain|inquire|enquire|get)\s+(?:" + _SUBJECT + r"\s+|them\s+)?(.*)$", c, re.I)
+    if m:
+        rest = to_you(re.sub(r"\s+from\s+" + _SUBJECT + r"$", "", m.group(1).strip(), flags=re.I))
+        rest = re.sub(r"\s+(?:as well|too|also)$", "", rest)
+        w = re.match(r"^(?:if|whether)\s+(.*)$", rest, re.I)
+        if w:
+            return _question(w.group(1))
+        w = re.match(r"^(what|which|when|where|who|how|why)\b(.*)$", rest, re.I)
+        if w:
+            return f"Could you tell me {w.group(1).lower()}{w.group(2)}?"
+        rest = re.sub(r"^(?:for|about)\s+", "", rest, flags=re.I)
+        if not rest or _TOOLISH.search(rest):
+            return "Could you please give me the details?"
+        return f"Could you please give me {_noun(rest)}?"
+    m = re.match(r"^(?:tell|inform|notify|let|say to|explain to|remind)\s+(?:" + _SUBJECT + r"|them|him|her)?\s*"
+                 r"(?:know\s+)?(?:that\s+|of\s+|about\s+)?(.*)$", c, re.I)
+    if m is None:
+        m = re.match(r"^(?:say|explain|reply|respond|answer|mention|state|report)\s+(?:that\s+)?(.*)$", c, re.I)
+    if m:
+        what = m.group(1).strip()
+        if not what or _TOOLISH.search(what):
+            return ""
+        if not _FINITE.search(what):  # "Tell the fare" -> "Here is the fare"
+            return _here(what, summary)
+        return _sentence(_agent_voice(what))
+    m = re.match(r"^(?:confirm|verify)\s+with\s+(?:" + _SUBJECT + r"|them)\s+(?:that\s+|if\s+|whether\s+)?(.*)$", c, re.I)
+    if m:
+        return f"Just to confirm: {to_you(m.group(1))}?"
+    m = re.match(r"^confirm\s+(?:that\s+)?(.*)$", c, re.I)
+    if m:
+        return _sentence(f"I can confirm {to_you(m.group(1))}")
+    m = re.match(r"^(?:offer|suggest|recommend|propose)\s+(?:" + _SUBJECT + r"\s+|them\s+)?(.*)$", c, re.I)
+    if m:
+        what = to_you(m.group(1))
+        if what.lower().startswith("to "):
+            return _sentence(f"I can {what[3:]} for you")
+        return _sentence(f"I can offer you {what}" if low.startswith("offer") else f"May I suggest {what}", 
+                         "." if low.startswith("offer") else "?")
+    m = re.match(r"^(?:give|provide|show|present|share|read|list|display|send)\s+(?:" + _SUBJECT + r"\s+|them\s+)?"
+                 r"(.*?)(?:\s+out)?(?:\s+to\s+" + _SUBJECT + r")?$", c, re.I)
+    if m:
+        return _here(m.group(1), summary)
+    m = _CHECK.match(c)
+    if m:
+        what = to_you(m.group(2))
+        what = re.sub(r"^(?:if|whether)\s+", "whether ", what, flags=re.I)
+        return _sentence(f"Let me {m.group(1).lower()} {what[0].lower() + what[1:] if _is_title(what) else what}")
+    if _AGENT_VERBS.match(low):
+        return "Let me take care of that for you."
+    if _is_title(c) and len(c.split()) <= 6:
+        done = re.match(r"^(.*?)\s+(resolved|completed|complete|cancelled|canceled|refunded|booked|confirmed|done|"
+                        r"restored|fixed|sent|updated)$", c, re.I)
+        if done:
+            return _sentence(f"Your {done.group(1).lower()} is {done.group(2).lower()}")
+        if _TITLE_PREFIX.match(raw):
+            return _sentence(f"Let me look into your {c.lower()}")
+    if not _FINITE.search(c) and len(c.split()) <= 8:  # a field name: "Full name - first and last"
+        field = re.split(r"\s+[-–]\s+", c)[0].strip()
+        return f"Could you please give me {_noun(field[0].lower() + field[1:] if not field.isupper() else field)}?"
+    if re.match(r"^(you|your|the|a|an|it|there|this|that|these|we|our|all|no|nothing|each|every|both)\b", c, re.I):
+        return _sentence(to_you(c))
+    return ""
+
+
+def _here(what: str, summary: str) -> str:
+    what = to_you(what.strip())
+    plural = re.search(r"s\b", what.split(" and ")[0].split()[-1] if what.split() else "") and " and " not in what
+    verb = "are" if plural or " and " in what else "is"
+    if summary:
+        return _sentence(f"Here {verb} {what}: {summary}")
+    return _sentence(f"Here {verb} {what}")
+
+
+def assistant_says(instruction: str, tool_names: list[str], last_output: Any = None,
+                   known: dict[str, Any] | None = None) -> str:
+    """What the agent says at a node whose text is ``instruction`` (see the module docstring)."""
+    text = " ".join(str(instruction or "").split())
+    if not text or re.match(r"^(greet|welcome|hello)\b", text, re.I):
+        return GREETING
+    text = _fill(text, _values(last_output, known))
     summary = _summary(last_output)
-    if summary and re.search(r"\b(details?|information|options?|results?|returned values)\b", text, re.I):
+    said: list[str] = []
+    for clause in _clauses(text):
+        s = _say_clause(clause, tool_names, summary)
+        if s and s not in said:
+            said.append(s)
+            if s.startswith("Here ") and summary:
+                summary = ""  # said once
+    if summary and said and re.search(r"\b(details?|information|options?|results?|returned values)\b", text, re.I):
         said.append(f"Here is what I found: {summary}.")
-    return " ".join(s for s in said if s) or "Let me check that for you."
+    return " ".join(said) or FALLBACK
 
 
 _I_WANT = re.compile(r"^(?:the\s+)?(?:user|customer|client|caller|guest|passenger|patient)\s+", re.I)
+_GENERIC_ANSWER = re.compile(r"^(?:the\s+)?(?:user|customer|client|caller|guest)\s+(?:answers|replies|responds|gives)"
+                             r"(?:\s+the\s+question|\s+the\s+details|\s+an?\s+answer)?$", re.I)
 
 
 def user_says(label: str) -> str:
     """What the customer says when they take the edge labelled ``label``."""
     text = " ".join((label or "").split()).strip(" .")
-    if not text:
-        return "Okay."
+    if not text or _GENERIC_ANSWER.match(text):
+        return "Sure."
+    text = _SCAFFOLD.sub("", text).strip(" .") or text
+    if "?" in text:  # "Service Restored? No (still down)" -> the answer to the chart's question
+        answer = text.rsplit("?", 1)[1].strip().lower()
+        return "Yes." if answer.startswith("yes") else "No." if answer.startswith("no") else "Okay."
     low = text.lower()
+    if low.startswith("after ") or re.search(r"\bstep\b|\bpath\b", low):
+        return "Okay, done."
     if low in ("yes", "y", "ok", "okay", "sure", "confirm", "confirmed", "agree", "true"):
         return "Yes, please."
     if low in ("no", "n", "decline", "declined", "refuse", "false", "cancel"):
@@ -129,14 +311,14 @@ def user_says(label: str) -> str:
         return "That's all, thank you."
     first_word = low.split()[0]
     if _I_WANT.match(text) or (first_word.endswith("s") and len(low.split()) > 1 and first_word not in (
-            "is", "has", "was", "yes", "this", "its", "his", "plus", "less", "address", "access", "process")):
+            "is", "has", "was", "yes", "this", "its", "his", "plus", "less", "address", "access", "process", "status")):
         rest = _I_WANT.sub("", text)
         m = re.match(r"^(?:does not|doesn't|do not|did not)\s+(.*)$", rest, re.I)
         if m:
             return _sentence(f"I don't want to {m.group(1)}")
-        m = re.match(r"^(?:wants|needs|would like|agrees|chooses|decides|asks)\s+(?:to\s+)?(.*)$", rest, re.I)
+        m = re.match(r"^(?:wants|needs|would like|agrees|chooses|decides|asks)\s+(to\s+)?(.*)$", rest, re.I)
         if m:
-            return _sentence(f"I'd like to {m.group(1)}")
+            return _sentence(f"I'd like {m.group(1) or ''}{m.group(2)}" if m.group(2) else "Yes, please")
         m = re.match(r"^(is|has)\s+(.*)$", rest, re.I)
         if m:
             return _sentence(("I am " if m.group(1).lower() == "is" else "I have ") + m.group(2))
@@ -154,6 +336,4 @@ def user_says(label: str) -> str:
                  "search", "update", "report", "request", "schedule", "add", "remove", "pay", "return", "open",
                  "close", "apply", "renew", "transfer", "track", "modify", "query", "inquire", "ask", "view"):
         return f"Hi, I'd like to {low}."
-    if first in ("wants", "needs"):
-        return _sentence("I " + first[:-1] + low[len(first):])
-    return _sentence(text)
+    return _sentence(to_you(text).replace("you ", "I ", 1) if low.startswith(("user ", "customer ")) else text)
