@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
-_SUBJECT = r"(?:the\s+)?(?:user|customer|client|caller|guest|passenger|patient|employee|member)"
+_SUBJECT = r"(?:the\s+)?(?:user|customer|client|caller|guest|passenger|patient|employee)(?!\s+(?:name|id|number|email|type|list|count|room|house|services?)\b)"
 _YOU = [(re.compile(r"\b" + _SUBJECT + r"'s\b", re.I), "your"), (re.compile(r"\b" + _SUBJECT + r"s?\b", re.I), "you"),
         (re.compile(r"\btheir\b", re.I), "your"), (re.compile(r"\bthem\b", re.I), "you"),
         (re.compile(r"\bthey\b", re.I), "you"), (re.compile(r"\bhis or her\b", re.I), "your"),
@@ -48,14 +48,16 @@ _TAIL = re.compile(r"\s+(?:based on|according to|from|using|with|via|by calling|
 _SPEECH = re.compile(r"^(i|i'm|i've|i'll|i'd|we|we're|we'll|could|can|would|will|what|when|where|which|who|whom|how|"
                      r"is|are|do|does|did|may|might|shall|please|sure|thank|thanks|sorry|unfortunately|great|ok|okay|"
                      r"alright|right|hello|hi|hey|your|here|perfect|excellent|certainly|of course|no problem|yes|"
-                     r"good|welcome|just|at|for|with|in|on|to|one|all right|got it|understood|noted|done)\b", re.I)
+                     r"good|welcome|just|at|for|with|in|on|to|one|all right|got it|understood|noted|done|should|have|has|was|were|am|"
+                     r"must|fantastic|wonderful|glad|oh|let me|let us|there is|there are)\b", re.I)
 _AGENT_VERBS = re.compile(r"^(enter|select|click|press|type|record|fill|submit|pull up|open|generate|update|"
                           r"process|pick|choose|send|reset|create|add|remove|change|escalate|transfer|book|cancel|"
-                          r"refund|issue|apply|move|mark|write|input|log|note down|search|look up|find|validate|"
-                          r"retrieve|fetch|get the|locate|proceed)\b", re.I)
+                          r"refund|apply|move|mark|write|input|log|note down|search|look up|find|validate|resume|gather|"
+                          r"enable|disable|run|determine|decide|perform|finali[sz]e|resend|instruct|activate|"
+                          r"retrieve|fetch|get the|locate|proceed|send|transfer)\b", re.I)
 _CHECK = re.compile(r"^(check|verify|look up|look into|look for|review|validate|investigate|confirm internally)\s+(.*)$",
                     re.I)
-_DROP = re.compile(r"^(remember|make sure|ensure|note|skip|go to|go back|return to|continue|wait|repeat|try|"
+_DROP = re.compile(r"^(remember|make sure|ensure|note|skip|go to|go back|return to|continue|wait|repeat|"
                    r"assume|if you are here|you can bypass|this is accomplished|the main effort|otherwise)\b", re.I)
 _FINITE = re.compile(r"\b(is|are|was|were|has|have|had|can|cannot|can't|will|won't|would|could|should|did|does|do|"
                      r"doesn't|don't|isn't|aren't|wasn't|must|may|might|\w+ed|\w+n't)\b", re.I)
@@ -88,8 +90,8 @@ def _sentence(text: str, end: str = ".") -> str:
 
 def _clauses(text: str) -> list[str]:
     parts = re.split(r";\s*|(?<=[a-z)\]\"'])[.!]\s+(?=[A-Z])|\s+>\s+|\s*\n\s*|,\s*(?:and\s+)?then\s+|\s+and then\s+|"
-                     r"\s+then\s+|,?\s+and\s+(?=(?:ask|tell|inform|confirm|say|offer|notify|check|let|call|use|"
-                     r"invoke|give|provide|explain|suggest|read|share|show|thank|apologi[sz]e|enter|click|select)\b)",
+                     r"\s+then\s+|(?:,\s*|,?\s+and\s+)(?=(?:ask|tell|inform|confirm|say|offer|notify|check|let|call|use|"
+                     r"invoke|give|provide|explain|suggest|read|share|show|thank|apologi[sz]e|enter|click|select|action:)\b)",
                      text.strip())
     return [p.strip().rstrip(".") for p in parts if p and p.strip(" .")]
 
@@ -110,15 +112,27 @@ def _values(last_output: Any, known: dict[str, Any] | None) -> dict[str, Any]:
     return flat
 
 
-def _fill(text: str, values: dict[str, Any]) -> str:
-    """``{balance:d}`` -> the value the conversation holds; a sentence whose value is unknown goes."""
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _fill(text: str, values: dict[str, Any], make: Callable[[str, str], Any] | None) -> str:
+    """``{balance:d}`` -> the value the conversation holds, else one ``make(name, type)`` draws for
+    it; without ``make``, a sentence whose value is unknown is left out."""
     if not _PLACEHOLDER.search(text):
         return text
+    keyed = {_key(k): v for k, v in values.items()}
     out = []
-    for sentence in re.split(r"(?<=[.?!])\s+", text):
-        names = [m.group(1).lower() for m in _PLACEHOLDER.finditer(sentence)]
-        if all(n in values for n in names):
-            out.append(_PLACEHOLDER.sub(lambda m: str(values[m.group(1).lower()]), sentence))
+    for sentence in re.split(r"(?<=[.?!])\s+|\n+", text):
+        found = True
+        for m in _PLACEHOLDER.finditer(sentence):
+            k = _key(m.group(1))
+            if k not in keyed and make is not None:
+                fmt = (m.group(0).split(":", 1)[1:] or ["s"])[0].strip("}")
+                keyed[k] = make(m.group(1), "int" if fmt.endswith("d") else "float" if fmt.endswith("f") else "str")
+            found = found and k in keyed
+        if found:
+            out.append(_PLACEHOLDER.sub(lambda m: str(keyed[_key(m.group(1))]), sentence))
     return " ".join(out)
 
 
@@ -136,6 +150,11 @@ def _is_title(text: str) -> bool:
     words = re.findall(r"[A-Za-z][\w'-]*", text)
     return bool(words) and len(words) <= 6 and not _FINITE.search(text) and all(
         w[0].isupper() or w.lower() in ("and", "or", "of", "the", "a", "to", "for", "in", "on") for w in words)
+
+
+def _lower_title(text: str) -> str:
+    """``Network Service Status`` -> "network service status" (acronyms such as SIM stay)."""
+    return " ".join(w if (w.isupper() and len(w) > 1) or re.search(r"\d", w) else w.lower() for w in text.split())
 
 
 def _question(rest: str) -> str:
@@ -159,6 +178,13 @@ def _question(rest: str) -> str:
     return f"Could you tell me whether {rest}?"
 
 
+def _question_of(text: str) -> str:
+    """``change plan or refuel data`` -> "Would you like to change plan or refuel data?"."""
+    if re.match(r"^(do|does|did|is|are|can|could|would|will|have|has|should|what|which|when|where|who|how)\b", text, re.I):
+        return _sentence(text, "?")
+    return f"Would you like to {text[0].lower() + text[1:]}?"
+
+
 def _noun(phrase: str) -> str:
     phrase = re.sub(r"\s+(?:from|of|with)\s+you$", "", phrase.strip())
     if re.match(r"^(the|a|an|your|my|any|some|this|that|these|those|which|what|how|when|where|who|whether|if)\b",
@@ -172,7 +198,10 @@ def _say_clause(raw: str, tool_names: list[str], summary: str) -> str:
     c = re.sub(r"^(?:and|also|then|finally|first|next|afterwards|now|lastly),?\s+", "", c, flags=re.I)
     if not c:
         return ""
-    if re.match(r"^if\b", c, re.I):  # a condition: the node was reached on that branch; say the consequence
+    if re.match(r"^\{\d+\}", c):  # a sentence made of the chart's own values
+        return _sentence(c)
+    if re.match(r"^(if|when|once|after|unless|whenever)\b", c, re.I) and not raw.rstrip().endswith("?"):
+        # a condition: the node was reached on that branch; say the consequence
         head, sep, tail = c.partition(",")
         if not sep:
             return ""
@@ -197,6 +226,12 @@ def _say_clause(raw: str, tool_names: list[str], summary: str) -> str:
     if m:
         rest = to_you(re.sub(r"\s+from\s+" + _SUBJECT + r"$", "", m.group(1).strip(), flags=re.I))
         rest = re.sub(r"\s+(?:as well|too|also)$", "", rest)
+        w = re.match(r"^to\s+(.*)$", rest, re.I)
+        if w:
+            return f"Could you please {w.group(1)}?"
+        w = re.match(r"^(?:you\s*)?:\s*(.*?)\??$", rest, re.I)
+        if w:
+            return _question_of(w.group(1))
         w = re.match(r"^(?:if|whether)\s+(.*)$", rest, re.I)
         if w:
             return _question(w.group(1))
@@ -231,24 +266,28 @@ def _say_clause(raw: str, tool_names: list[str], summary: str) -> str:
             return _sentence(f"I can {what[3:]} for you")
         return _sentence(f"I can offer you {what}" if low.startswith("offer") else f"May I suggest {what}", 
                          "." if low.startswith("offer") else "?")
-    m = re.match(r"^(?:give|provide|show|present|share|read|list|display|send)\s+(?:" + _SUBJECT + r"\s+|them\s+)?"
+    m = re.match(r"^(?:give|provide|show|present|share|read|list|display)\s+(?:" + _SUBJECT + r"\s+|them\s+)?"
                  r"(.*?)(?:\s+out)?(?:\s+to\s+" + _SUBJECT + r")?$", c, re.I)
     if m:
         return _here(m.group(1), summary)
+    if re.search(r"\b(?:path|step)\s+\d", c, re.I):
+        return ""
+    done = re.match(r"^(\w+(?:\s+\w+){0,2})\s+(resolved|completed|complete|cancell?ed|canceled|refunded|booked|"
+                    r"confirmed|done|restored|fixed|sent|updated)$", c, re.I)
+    if done:
+        return _sentence(f"Your {_lower_title(done.group(1))} is {done.group(2).lower()}")
     m = _CHECK.match(c)
     if m:
         what = to_you(m.group(2))
         what = re.sub(r"^(?:if|whether)\s+", "whether ", what, flags=re.I)
-        return _sentence(f"Let me {m.group(1).lower()} {what[0].lower() + what[1:] if _is_title(what) else what}")
+        return _sentence(f"Let me {m.group(1).lower()} {_lower_title(what) if _is_title(what) else what}")
+    m = re.match(r"^try\s+to\s+(.*)$", c, re.I)
+    if m:
+        return _sentence(f"Let me try to {_lower_title(m.group(1))}")
     if _AGENT_VERBS.match(low):
         return "Let me take care of that for you."
-    if _is_title(c) and len(c.split()) <= 6:
-        done = re.match(r"^(.*?)\s+(resolved|completed|complete|cancelled|canceled|refunded|booked|confirmed|done|"
-                        r"restored|fixed|sent|updated)$", c, re.I)
-        if done:
-            return _sentence(f"Your {done.group(1).lower()} is {done.group(2).lower()}")
-        if _TITLE_PREFIX.match(raw):
-            return _sentence(f"Let me look into your {c.lower()}")
+    if _is_title(c) and len(c.split()) <= 6 and _TITLE_PREFIX.match(raw):
+        return _sentence(f"Let me look into your {_lower_title(c)}")
     if not _FINITE.search(c) and len(c.split()) <= 8:  # a field name: "Full name - first and last"
         field = re.split(r"\s+[-–]\s+", c)[0].strip()
         return f"Could you please give me {_noun(field[0].lower() + field[1:] if not field.isupper() else field)}?"
@@ -259,7 +298,8 @@ def _say_clause(raw: str, tool_names: list[str], summary: str) -> str:
 
 def _here(what: str, summary: str) -> str:
     what = to_you(what.strip())
-    plural = re.search(r"s\b", what.split(" and ")[0].split()[-1] if what.split() else "") and " and " not in what
+    last = what.split(" and ")[0].split()[-1].lower() if what.split() else ""
+    plural = last.endswith("s") and not last.endswith(("ss", "us", "is")) and last not in ("news", "gas", "this")
     verb = "are" if plural or " and " in what else "is"
     if summary:
         return _sentence(f"Here {verb} {what}: {summary}")
@@ -267,12 +307,23 @@ def _here(what: str, summary: str) -> str:
 
 
 def assistant_says(instruction: str, tool_names: list[str], last_output: Any = None,
-                   known: dict[str, Any] | None = None) -> str:
-    """What the agent says at a node whose text is ``instruction`` (see the module docstring)."""
-    text = " ".join(str(instruction or "").split())
-    if not text or re.match(r"^(greet|welcome|hello)\b", text, re.I):
+                   known: dict[str, Any] | None = None, make: Callable[[str, str], Any] | None = None) -> str:
+    """What the agent says at a node whose text is ``instruction`` (see the module docstring);
+    ``{placeholders}`` take the conversation's values (``known``, the last output) or ``make``'s."""
+    text = " ".join(str(instruction or "").replace("\n", " \n ").split(" "))
+    text = re.sub(r"[^\w\s.,;:?!'\"’()/{}\[\]<>&$%@#+-]", "", text).strip()  # emoji and symbols
+    if not text.strip() or re.match(r"^(greet|welcome|hello|start)\b", text, re.I):
         return GREETING
-    text = _fill(text, _values(last_output, known))
+    slots: list[str] = []
+
+    def hold(m: re.Match) -> str:
+        slots.append(m.group(0))
+        return "{%d}" % (len(slots) - 1)
+
+    text = _PLACEHOLDER.sub(hold, text)  # said as written, filled at the end
+    text = re.sub(r"(?:,\s*|\s+)(?:and\s+)?(?:then\s+)?(?:action|api|tool)\s*:\s*[\w.]+(?:\([^)]*\))?", "", text,
+                  flags=re.I)
+    text = re.sub(r"\s+", " ", text).strip()
     summary = _summary(last_output)
     said: list[str] = []
     for clause in _clauses(text):
@@ -283,7 +334,8 @@ def assistant_says(instruction: str, tool_names: list[str], last_output: Any = N
                 summary = ""  # said once
     if summary and said and re.search(r"\b(details?|information|options?|results?|returned values)\b", text, re.I):
         said.append(f"Here is what I found: {summary}.")
-    return " ".join(said) or FALLBACK
+    spoken = re.sub(r"\{(\d+)\}", lambda m: slots[int(m.group(1))], " ".join(said))
+    return _fill(spoken, _values(last_output, known), make) or FALLBACK
 
 
 _I_WANT = re.compile(r"^(?:the\s+)?(?:user|customer|client|caller|guest|passenger|patient)\s+", re.I)
