@@ -132,18 +132,37 @@ def _fill(text: str, values: dict[str, Any], make: Callable[[str, str], Any] | N
                 keyed[k] = make(m.group(1), "int" if fmt.endswith("d") else "float" if fmt.endswith("f") else "str")
             found = found and k in keyed
         if found:
-            out.append(_PLACEHOLDER.sub(lambda m: str(keyed[_key(m.group(1))]), sentence))
+            out.append(_PLACEHOLDER.sub(lambda m: str(keyed[_key(m.group(1))]).rstrip(".?!") or "-", sentence))
     return " ".join(out)
 
 
 def _summary(output: Any) -> str:
+    """An output read out: ``ticket number: TN1; berth: 12`` (flags and empty fields are left to
+    the sentence the chart wrote)."""
     if isinstance(output, dict):
-        items = [(k, v) for k, v in output.items() if not isinstance(v, (dict, list)) or v]
-        if not items:
-            return ""
-        return "; ".join(f"{k.replace('_', ' ')}: {json.dumps(v) if isinstance(v, (dict, list)) else v}"
-                         for k, v in items[:6])
-    return "" if output in (None, "", [], {}) else str(output)
+        items: list[str] = []
+        stack = list(output.items())
+        while stack and len(items) < 6:
+            k, v = stack.pop(0)
+            if isinstance(v, dict):
+                stack = list(v.items()) + stack
+            elif isinstance(v, list):
+                if v:
+                    items.append(f"{_words(k)}: " + ", ".join(_plain(x) for x in v[:3]))
+            elif not isinstance(v, bool) and v not in (None, ""):
+                items.append(f"{_words(k)}: {v}")
+        return "; ".join(items)
+    return "" if output in (None, "", [], {}) or isinstance(output, bool) else _plain(output)
+
+
+def _words(key: Any) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(key)).replace("_", " ").lower()
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{_words(k)} {v}" for k, v in value.items() if not isinstance(v, (dict, list)))
+    return str(value)
 
 
 def _is_title(text: str) -> bool:

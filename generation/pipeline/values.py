@@ -20,6 +20,7 @@ from typing import Any
 
 from faker import Faker
 
+from .outcome import STATUS_FIELD, outcome_value
 from .schema import ParamSpec, examples_from_text, range_from_text
 from .typecheck import parse_type
 
@@ -320,29 +321,29 @@ def _coerce(value: Any, head: str) -> Any:
 
 def output_object(outputs: list[ParamSpec], negative: bool, label: str, known: dict[str, Any],
                   maker: ValueMaker) -> dict[str, Any]:
-    """An API output following its declared fields and agreeing with the outcome ``label``.
+    """An API output generated from the edge taken (see :mod:`.outcome`).
 
-    Enumerated and boolean fields take the value the outcome implies (a value named in the label,
-    else a negative value on a failure branch and a positive one otherwise); on a failure branch
-    lists are empty and descriptive fields are left out, so a "not found" never looks found.
-    Fields named like a parameter echo the value the conversation used.
+    An enumerated field takes the value the label names, else one of the label's polarity; a
+    boolean field is false on a failure branch; on a failure branch lists are empty and
+    descriptive fields are left out, so a "not found" never looks found. When no field decides,
+    a status-like text field says what the label says. Fields named like a parameter echo the
+    value the conversation used.
     """
     out: dict[str, Any] = {}
-    low_label = (label or "").lower()
+    decided = False
     for p in outputs:
         try:
             head, _ = parse_type(p.type or "str")
         except ValueError:
             head = "str"
-        if head == "union":
-            head = "union"
         fitting = [v for v in (_coerce(e, head) for e in p.enum) if _fits(v, head)] if p.enum else []
         if fitting:
-            named = [v for v in fitting if re.search(r"(?<!\w)" + re.escape(str(v).lower()) + r"(?!\w)", low_label)]
-            pool = named or [v for v in fitting if is_negative_value(v) == negative] or fitting
+            pool, decides = outcome_value(fitting, label)
+            decided = decided or decides
             out[p.name] = maker.rng.choice(pool)
         elif head == "bool":
             out[p.name] = not negative
+            decided = True
         elif negative and head in ("list", "set", "tuple", "sequence"):
             out[p.name] = []
         elif negative:
@@ -351,4 +352,16 @@ def output_object(outputs: list[ParamSpec], negative: bool, label: str, known: d
             out[p.name] = known[p.name]
         else:
             out[p.name] = maker.value(p, fresh=True)
+    if not decided and label:
+        said = next((p.name for p in outputs if STATUS_FIELD.search(p.name) and parse_type_safe(p.type) == "str"),
+                    None)
+        if said:
+            out[said] = label
     return out
+
+
+def parse_type_safe(ptype: str) -> str:
+    try:
+        return parse_type(ptype or "str")[0]
+    except ValueError:
+        return "str"
