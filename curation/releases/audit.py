@@ -31,7 +31,10 @@ def release_audit(release: Release) -> dict[str, Any]:
         if kind == "procedure":
             specs[rec["id"]] = specs_from_rows(rec.get("apis") or [])
         elif kind == "conversation_graph":
-            graphs[rec["id"]] = graph_from_json(rec["graph"])
+            try:
+                graphs[rec["id"]] = graph_from_json(rec["graph"])
+            except (ValueError, KeyError, TypeError):
+                graphs[rec["id"]] = None  # an unreadable graph decides no outcome
         elif kind == "path":
             paths[rec["id"]] = (rec["conversation_graph"], list(rec.get("node_ids") or []))
         elif kind == "conversation":

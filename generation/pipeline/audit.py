@@ -111,7 +111,11 @@ def outcome_findings(graph: nx.DiGraph | None, path: list[Any] | None, messages:
     if graph is None or not path or any(n not in graph for n in path):
         return []
     out = []
-    for t in api_turns(graph, list(path), messages, apis):
+    try:
+        turns = api_turns(graph, list(path), messages, apis)
+    except (KeyError, TypeError):  # a path that does not follow the graph's edges decides nothing
+        return []
+    for t in turns:
         if judge(t) is False:
             out.append(Finding("outcome", t.position + 1,
                                f"the output of {t.api.name if t.api else t.call} contradicts the branch "
@@ -121,7 +125,9 @@ def outcome_findings(graph: nx.DiGraph | None, path: list[Any] | None, messages:
 
 def audit_conversation(messages: list[dict], apis: list[ApiSpec], graph: nx.DiGraph | None = None,
                        path: list[Any] | None = None) -> list[Finding]:
-    """Every finding of one conversation, in message order."""
+    """Every finding of one conversation, in message order (messages that are not objects are
+    treated as empty ones: the audit reads whatever a release holds)."""
+    messages = [m if isinstance(m, dict) else {} for m in messages] if isinstance(messages, list) else []
     tools = [a.name for a in apis]
     found = outcome_findings(graph, path, messages, apis) + value_findings(messages, apis)
     for i, m in enumerate(messages):

@@ -16,6 +16,8 @@ def specs_from_rows(rows: list[dict[str, Any]]) -> list[ApiSpec]:
     """ApiSpecs from API dicts as releases and rows hold them (params/parameters, outputs)."""
     out = []
     for a in rows:
+        if not isinstance(a, dict):
+            continue
         params = a.get("params", a.get("parameters")) or []
         out.append(ApiSpec(
             name=a.get("name", ""), description=a.get("desc", a.get("description", "")) or "",
