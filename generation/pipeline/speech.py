@@ -27,10 +27,10 @@ import re
 from typing import Any, Callable
 
 _SUBJECT = r"(?:the\s+)?(?:user|customer|client|caller|guest|passenger|patient|employee)(?!\s+(?:name|id|number|email|type|list|count|room|house|services?)\b)"
-_YOU = [(re.compile(r"\b" + _SUBJECT + r"'s\b", re.I), "your"), (re.compile(r"\b" + _SUBJECT + r"s?\b", re.I), "you"),
+_YOU = [(re.compile(r"\b" + _SUBJECT + r"['’]s\b", re.I), "your"), (re.compile(r"\b" + _SUBJECT + r"s?\b", re.I), "you"),
         (re.compile(r"\btheir\b", re.I), "your"), (re.compile(r"\bthem\b", re.I), "you"),
         (re.compile(r"\bthey\b", re.I), "you"), (re.compile(r"\bhis or her\b", re.I), "your"),
-        (re.compile(r"\byou (want|need|ha|do|wishe|prefer|agree|choose|decide|like|think|believe)s\b", re.I), r"you \1"),
+        (re.compile(r"\byou (want|need|do|wishe|prefer|agree|choose|decide|like|think|believe)s\b", re.I), r"you \1"),
         (re.compile(r"\byou has\b", re.I), "you have"), (re.compile(r"\byou is\b", re.I), "you are"),
         (re.compile(r"\byou was\b", re.I), "you were"), (re.compile(r"\byou doesn't\b", re.I), "you don't")]
 _AGENT_VOICE = [(re.compile(r"\byou will\b", re.I), "I will"), (re.compile(r"\byou'll\b", re.I), "I'll"),
@@ -49,7 +49,7 @@ _SPEECH = re.compile(r"^(i|i'm|i've|i'll|i'd|we|we're|we'll|could|can|would|will
                      r"is|are|do|does|did|may|might|shall|please|sure|thank|thanks|sorry|unfortunately|great|ok|okay|"
                      r"alright|right|hello|hi|hey|your|here|perfect|excellent|certainly|of course|no problem|yes|"
                      r"good|welcome|just|at|for|with|in|on|to|one|all right|got it|understood|noted|done|should|have|has|was|were|am|"
-                     r"must|fantastic|wonderful|glad|oh|let me|let us|there is|there are)\b", re.I)
+                     r"must|fantastic|wonderful|glad|oh|let me|let us|there is|there are|that['’]s|it['’]s)\b", re.I)
 _AGENT_VERBS = re.compile(r"^(enter|select|click|press|type|record|fill|submit|pull up|open|generate|update|"
                           r"process|pick|choose|send|reset|create|add|remove|change|escalate|transfer|book|cancel|"
                           r"refund|apply|move|mark|write|input|log|note down|search|look up|find|validate|resume|gather|"
@@ -57,10 +57,12 @@ _AGENT_VERBS = re.compile(r"^(enter|select|click|press|type|record|fill|submit|p
                           r"retrieve|fetch|get the|locate|proceed|send|transfer)\b", re.I)
 _CHECK = re.compile(r"^(check|verify|look up|look into|look for|review|validate|investigate|confirm internally)\s+(.*)$",
                     re.I)
-_DROP = re.compile(r"^(remember|make sure|ensure|note|skip|go to|go back|return to|continue|wait|repeat|"
+_DROP = re.compile(r"^(remember|make sure|ensure|note|skip|go to|go back|return to|continue|wait|repeat|do not|"
+                   r"don't|never|feel free|be sure|as always|as usual|"
                    r"assume|if you are here|you can bypass|this is accomplished|the main effort|otherwise)\b", re.I)
 _FINITE = re.compile(r"\b(is|are|was|were|has|have|had|can|cannot|can't|will|won't|would|could|should|did|does|do|"
-                     r"doesn't|don't|isn't|aren't|wasn't|must|may|might|\w+ed|\w+n't)\b", re.I)
+                     r"doesn't|don't|isn't|aren't|wasn't|must|may|might|\w+ed|\w+n't|means|made|says|wants|needs|works|looks|"
+                     r"seems|goes|comes|takes|gets|knows|thinks|stays|risks|keeps|applies|depends|allows|shows)\b", re.I)
 _PLACEHOLDER = re.compile(r"\{(\w+)(?::[^{}]*)?\}")
 FALLBACK = "Let me look into that for you."
 GREETING = "Hello! How can I help you today?"
@@ -89,7 +91,8 @@ def _sentence(text: str, end: str = ".") -> str:
 
 
 def _clauses(text: str) -> list[str]:
-    parts = re.split(r";\s*|(?<=[a-z)\]\"'])[.!]\s+(?=[A-Z])|\s+>\s+|\s*\n\s*|,\s*(?:and\s+)?then\s+|\s+and then\s+|"
+    text = re.sub(r"(?:\s+and)?\s*\[[^\]]*\]", "", text)  # [Buttons] of a tool's screen
+    parts = re.split(r";\s*|(?<=[a-z)\]\"'])[.!]\s+(?=[A-Z])|\s+>\s+|\s*<or>\s*|\s*\n\s*|,\s*(?:and\s+)?then\s+|\s+and then\s+|"
                      r"\s+then\s+|(?:,\s*|,?\s+and\s+)(?=(?:ask|tell|inform|confirm|say|offer|notify|check|let|call|use|"
                      r"invoke|give|provide|explain|suggest|read|share|show|thank|apologi[sz]e|enter|click|select|action:)\b)",
                      text.strip())
@@ -214,8 +217,11 @@ def _noun(phrase: str) -> str:
 
 def _say_clause(raw: str, tool_names: list[str], summary: str) -> str:
     c = _SCAFFOLD.sub("", raw).strip(" .,:")
-    c = re.sub(r"^(?:and|also|then|finally|first|next|afterwards|now|lastly),?\s+", "", c, flags=re.I)
-    if not c:
+    c = re.sub(r"^(?:and|also|then|finally|first|next|afterwards|now|lastly|in this case|otherwise|alternatively|"
+               r"in that case),?\s+", "", c, flags=re.I)
+    if re.match(r"^(for|in|to|as|at|with|on|by)\b", c, re.I) and len(c.split()) <= 3:
+        return ""  # a lead-in cut from its sentence ("For these", "To do this")
+    if not c or raw.rstrip().endswith(":"):  # a heading or a lead-in ("Bronze members:", "To do this:")
         return ""
     if re.match(r"^\{\d+\}", c):  # a sentence made of the chart's own values
         return _sentence(c)
@@ -233,9 +239,29 @@ def _say_clause(raw: str, tool_names: list[str], summary: str) -> str:
         return GREETING
     if re.match(r"^(thank|goodbye|bye|say goodbye|end the conversation|close the conversation)\b", low):
         return GOODBYE
-    m = re.match(r"^apologi[sz]e\s*(?:to\s+\S+\s+)?(?:for|that|:)?\s*(.*)$", c, re.I)
+    m = re.match(r"^you\s+(can|cannot|can't|will|should|must|may|need to|want to|have to)\s+(.*)$", c, re.I)
+    if m:  # the chart talks to the agent: say it in the agent's voice
+        verb = {"should": "will", "must": "will", "need to": "will", "want to": "will", "have to": "will",
+                "may": "can"}.get(m.group(1).lower(), m.group(1).lower())
+        return _sentence(f"I {verb} {to_you(m.group(2))}")
+    m = re.match(r"^" + _SUBJECT + r"s?\s+(wants?|needs?|would like|is trying|has|have|believes?|thinks?|cannot|can't)"
+                 r"\b(.*)$", c, re.I)
     if m:
-        return _sentence(f"I'm sorry, {_agent_voice(m.group(1))}" if m.group(1) else "I'm sorry about that")
+        return _sentence(f"I understand {to_you(c)}")
+    m = re.match(r"^help\s+(?:" + _SUBJECT + r"|them)\s+(.*)$", c, re.I)
+    if m:
+        return _sentence(f"Let me help you {to_you(m.group(1))}")
+    m = re.match(r"^(?:have|instruct|remind|get|tell|ask)\s+(?:" + _SUBJECT + r"|them)\s+(?:to\s+)?"
+                 r"((?:check|search|try|log|refresh|close|restart|open|look|enter|go|click|make|reset|update|select|"
+                 r"clear|wait|confirm|use|turn|reboot|re\w+)\b.*)$", c, re.I)
+    if m:
+        return f"Could you please {to_you(m.group(1))}?"
+    m = re.match(r"^apologi[sz]e\s*(?:to\s+(?:" + _SUBJECT + r"|them)\s*)?(for\s+|that\s+|:\s*)?(.*)$", c, re.I)
+    if m:
+        what = _agent_voice(m.group(2)) if m.group(2) else ""
+        if not what:
+            return "I'm sorry about that."
+        return _sentence(f"I'm sorry for {what}" if (m.group(1) or "").startswith("for") else f"I'm sorry, {what}")
     if _SPEECH.match(c) and not _TOOLISH.search(c):
         return _sentence(c, "?" if re.match(r"^(could|can|would|will|what|when|where|which|who|how|is|are|do|does|"
                                               r"did|may|shall)\b", low) else ".")
@@ -291,7 +317,8 @@ def _say_clause(raw: str, tool_names: list[str], summary: str) -> str:
         return _here(m.group(1), summary)
     if re.search(r"\b(?:path|step)\s+\d", c, re.I):
         return ""
-    done = re.match(r"^(\w+(?:\s+\w+){0,2})\s+(resolved|completed|complete|cancell?ed|canceled|refunded|booked|"
+    done = None if re.match(r"^(you|i|we|it|they|this|that|everything|all)\b", c, re.I) else re.match(
+        r"^(\w+(?:\s+\w+){0,2})\s+(resolved|completed|complete|cancell?ed|canceled|refunded|booked|"
                     r"confirmed|done|restored|fixed|sent|updated)$", c, re.I)
     if done:
         return _sentence(f"Your {_lower_title(done.group(1))} is {done.group(2).lower()}")
@@ -302,14 +329,14 @@ def _say_clause(raw: str, tool_names: list[str], summary: str) -> str:
         return _sentence(f"Let me {m.group(1).lower()} {_lower_title(what) if _is_title(what) else what}")
     m = re.match(r"^try\s+to\s+(.*)$", c, re.I)
     if m:
-        return _sentence(f"Let me try to {_lower_title(m.group(1))}")
+        return _sentence(f"Let me try to {to_you(m.group(1))}")
     if _AGENT_VERBS.match(low):
         return "Let me take care of that for you."
     if _is_title(c) and len(c.split()) <= 6 and _TITLE_PREFIX.match(raw):
         return _sentence(f"Let me look into your {_lower_title(c)}")
     if not _FINITE.search(c) and len(c.split()) <= 8:  # a field name: "Full name - first and last"
         field = re.split(r"\s+[-–]\s+", c)[0].strip()
-        return f"Could you please give me {_noun(field[0].lower() + field[1:] if not field.isupper() else field)}?"
+        return f"Could you please give me {_noun(_lower_title(field))}?"
     if re.match(r"^(you|your|the|a|an|it|there|this|that|these|we|our|all|no|nothing|each|every|both)\b", c, re.I):
         return _sentence(to_you(c))
     return ""

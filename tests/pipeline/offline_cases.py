@@ -56,7 +56,16 @@ def all_cases() -> list[Case]:
 
 
 def shared_node_texts() -> list[str]:
-    """Every node text an assistant can be given: the message nodes of every case above."""
+    """Every node text an assistant can be given: the message nodes of every case above, and ABCD's
+    action texts, sub-texts and instructions (what a flowgraph drawn from its guidelines carries)."""
     texts = [str(d.get("label", "")) for _, g, _ in all_cases() for _, d in g.nodes(data=True)
              if d.get("type") in ("start_message", "message", "end_message")]
+    abcd = SHARED_DATA / "abcd" / "guidelines.json"
+    if abcd.exists():
+        for flow in json.loads(abcd.read_text()).values():
+            for sub in (flow.get("subflows") or {}).values():
+                for act in sub.get("actions") or []:
+                    texts.append(str(act.get("text", "")))
+                    texts += [str(t) for t in act.get("subtext") or []]
+                texts += [str(t) for t in sub.get("instructions") or []]
     return [t for t in texts if t.strip()]

@@ -109,7 +109,7 @@ def test_values_follow_the_schema_order():
 def test_every_node_text_of_the_shared_data_is_said_without_scaffolding():
     maker = ValueMaker(11)
     texts = shared_node_texts()
-    assert len(texts) > 150
+    assert len(texts) > (1000 if any(n.startswith("star/") for n, _, _ in CASES) else 40)
     found = []
     for text in texts:
         said = assistant_says(text, [], None, {}, lambda n, t: maker.value(ParamSpec(n, t)))
