@@ -137,6 +137,12 @@ class ValueMaker:
         low = p.name.lower()
         text = f"{low} {p.description.lower()}"
         fmt = (p.format or "").lower()
+        if _FLAG.match(p.name) or re.search(r"(paid|enabled|required|needed|allowed)$", low):
+            return self.rng.choice(["Yes", "No"])  # a flag written as text: need_price, NeedParking
+        if re.search(r"user_?name|login|handle|nickname", low):
+            return f"{self.first}{self.last[:1]}{self.rng.randint(1, 99)}".lower()
+        if re.search(r"digits|last_?4|last_?four", low):
+            return self.fake.numerify("####")
         if fmt == "email" or "email" in low:
             return f"{self.first}.{self.last}@{self.fake.free_email_domain()}".lower()
         if fmt in ("date", "date-time") or re.search(r"date|day|dob|birth", low):
@@ -193,9 +199,6 @@ class ValueMaker:
     def _meaning(self, low: str, text: str) -> str:
         """The last resort, still by meaning: a flag-like field is Yes/No, a colour a colour, a
         make a company, a kind or type a short noun from the field's own words."""
-        if re.match(r"(need|has|have|is|are|allow|accept|take|does|do|want|require|include|paid|use|can)", low) or \
-                re.search(r"(paid|enabled|required|needed|allowed)$", low):
-            return self.rng.choice(["Yes", "No"])
         if "colo" in low:
             return self.fake.safe_color_name()
         if re.search(r"manufacturer|make|brand|maker|provider|carrier|company", low):
@@ -217,6 +220,8 @@ class ValueMaker:
         return f"{(re.sub(r'[^a-z]', '', low)[:3] or 'val').upper()}-{self.fake.numerify('####')}"
 
 
+_FLAG = re.compile(r"^(?i:need|needs|has|have|is|are|allow|allows|accept|accepts|takes|does|do|want|wants|require|"
+                   r"requires|include|includes|paid|use|uses|can|should|with)(_|[A-Z]|$)")
 _FREE_TEXT = [
     (r"symptom", ["a sore throat and a mild fever since Tuesday", "a persistent cough at night",
                   "headaches that come back every afternoon"]),
@@ -226,10 +231,12 @@ _FREE_TEXT = [
                               "Thai food for everyone"]),
     (r"fraud", ["There are two card payments I did not make, both on the 3rd, at an electronics shop.",
                 "Someone withdrew 200 dollars from my account yesterday evening."]),
+    (r"problem|issue|complaint|fault", ["my parcel has not arrived", "I was charged twice this month",
+                                        "the app keeps logging me out"]),
     (r"reason|why|cause", ["the item arrived damaged", "I ordered the wrong size", "my plans have changed"]),
     (r"change|modif|update", ["please pick me up at the side entrance instead", "move it one hour later",
                               "add one more passenger"]),
-    (r"request|message|comment|note|feedback|detail|description|instruction|problem|issue|complaint|question",
+    (r"request|message|comment|note|feedback|detail|description|instruction|question",
      ["Could we have a quiet room away from the lift?", "Please call me when you arrive.",
       "I'd like an extra pillow and two towels.", "The package was left at the wrong address."]),
 ]
