@@ -101,6 +101,8 @@ def test_values_follow_the_schema_order():
     assert re.fullmatch(r"[A-Z]{3}-\d{4}", code)
     assert 3 <= vm.value(ParamSpec("guests", "int", minimum=3, maximum=10)) <= 10
     assert vm.value(ParamSpec("when", "str", format="date-time")).endswith("Z")
+    assert vm.value(ParamSpec("need_price", "str")) in ("Yes", "No")  # the need_price='until'
+    assert re.fullmatch(r"\d{4}", vm.value(ParamSpec("card_last_digits", "str")))  # and card_last_digits='well'
     for name in ("need_price", "card_last_digits", "NeedParking", "LockManufacturer", "ColorOfTopCable", "zzq"):
         value = str(vm.value(ParamSpec(name, "str")))
         assert value not in LOREM, (name, value)
