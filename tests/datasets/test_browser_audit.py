@@ -39,4 +39,7 @@ def test_the_release_page_shows_the_audit_panel(browser, live_server, imported, 
     SHOTS.mkdir(parents=True, exist_ok=True)
     panel.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "release_audit_panel.png"), full_page=True)
+    page.goto(f"{live_server.url}/datasets/")
+    assert f"audit: {failed} of {tests} tests fail" in page.inner_text(".release-list")
+    page.screenshot(path=str(SHOTS / "release_list_audit_badge.png"))
     assert errors == []

@@ -104,3 +104,5 @@ def test_the_release_page_shows_the_audit_panel_to_researchers_only(client, impo
     page = client.get(f"/datasets/{release.pk}/").content.decode()
     assert 'id="release-audit"' in page and f"{release.audit['failed']} of {release.audit['tests']} tests fail" in page
     assert "Let me subgoal" in page and "<script" not in page.split('id="release-audit"')[1].split("</section>")[0]
+    listing = client.get("/datasets/").content.decode()  # the release's card in the list
+    assert f"audit: {release.audit['failed']} of {release.audit['tests']} tests fail" in listing
