@@ -80,6 +80,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "almita_web.roles.roles_context",
+                "curation.reviews.discussion_views.notifications_context",
             ],
         },
     },
@@ -148,10 +149,23 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # With `celery beat` running, the generation watchdog looks for stalled jobs every few minutes.
 CELERY_BEAT_SCHEDULE = {
     "generation-watchdog": {"task": "generation.jobs_watchdog", "schedule": 300.0},
+    "curation-digest": {"task": "curation.send_digest", "schedule": 86400.0},
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- E-mail --------------------------------------------------------------------------------
+# The daily digest of notifications (curation.send_digest under celery beat, or `manage.py
+# send_digest`) is sent only when this is on, through Django's EMAIL_* settings.
+ALMITA_DIGEST_EMAIL = env_bool("ALMITA_DIGEST_EMAIL", False)
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "almita@localhost")
 
 # --- LLM endpoint ---------------------------------------------------------------------------
 # The key is read from the environment when a client is built and is never stored on a row.
