@@ -7,6 +7,7 @@ from typing import Any
 
 from generation import prompts
 from generation.models import Conversation, ConversationGraph, Origin, Procedure, SampledPath, Test
+from generation.pipeline.audit import as_violations, audit_conversation
 from generation.pipeline.dialogue_actions import answer_action, label_turns
 from generation.pipeline.extract import ApiCallParseError, extract_tests
 from generation.pipeline.formats import graph_from_json, graph_to_json, write_graph_text
@@ -159,6 +160,14 @@ def run_conversations(ctx: Context, key: str, index: int, parent: str) -> ItemRe
         if fields.get("path_id"):  # i13: outcome consistency warnings (rule; the LLM check when config enables it)
             from generation.outcome_check import outcome_warnings
             violations += outcome_warnings(ctx.llm, ctx.config, key, g, path.node_ids, convo, specs)
+        # i28: the fidelity audit. An LLM conversation that fails it goes through the repair loop like
+        # any other finding; an offline one keeps its findings as warnings for the reviewers.
+        on_path = bool(fields.get("path_id"))
+        by_llm = fields["mode"] != Conversation.Mode.OFFLINE
+        found = audit_conversation(convo, specs, g if on_path else None, path.node_ids if on_path else None)
+        if not by_llm:  # the rule's CV-OUTCOME warning already says what AUDIT-OUTCOME would
+            found = [f for f in found if f.kind != "outcome"]
+        violations += as_violations(found, "error" if by_llm else "warning")
         if errors(violations):
             return discard_for_violations(result, key, violations, convo)
         result.passed = 1
