@@ -73,13 +73,19 @@ def run_paths(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
         for i in range(m):
             result.discard(f"paths:{index}:{cg.pk}:{i}", "sampling_failed", str(exc))
         return result
+    walks = drawn.paths
+    if ctx.config.get("dedup") is False:  # the paper's Algorithm 1 as published: m walks, repeats kept
+        from generation.pipeline.sampling import raw_walks
+
+        walks = raw_walks(graph_from_json(cg.data), m, sampler=sampler, seed=seed)
     seen: set[tuple[str, ...]] = set()
-    for path in drawn.paths:
+    i = -1
+    for path in walks:
         nodes = tuple(str(n) for n in path)
-        if nodes in seen:
+        if nodes in seen and ctx.config.get("dedup") is not False:
             continue
         seen.add(nodes)
-        i = len(seen) - 1
+        i += 1
         result.generated += 1
         result.passed += 1
         result.outputs.append(Output(SampledPath, f"paths:{index}:{cg.pk}:{i}", {
@@ -88,7 +94,10 @@ def run_paths(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
         }))
     # i15: the sampler says when the graph has fewer distinct paths than asked, or when the coverage
     # sampler's cover needs more than --paths; both are funnel notes, not discards.
-    if len(seen) < m:
+    if ctx.config.get("dedup") is False:
+        if i + 1 > len(seen):
+            result.notes["repeated_paths"] = i + 1 - len(seen)
+    elif len(seen) < m:
         result.notes["fewer_distinct_paths"] = m - len(seen)
     elif len(seen) > m:
         result.notes["cover_needs_more_paths"] = len(seen) - m
