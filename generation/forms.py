@@ -49,6 +49,10 @@ class JobForm(forms.Form):
     chain_apis_file = forms.FileField(
         required=False, label="APIs to chain",
         help_text="Optional JSON file of APIs (any shape the API graph page reads); default: every API in the database.")
+    batch = forms.BooleanField(
+        required=False, initial=False, label="Batch mode (Batch API, half the price)",
+        help_text="Send the LLM stages through the endpoint's Batch API: half the price, results within its "
+                  "window (up to 24 h); each repair goes in the next batch.")
     conversation_graph = forms.ChoiceField(
         choices=[("deterministic", "Deterministic converter"), ("llm", "LLM (prompt A.5)")], initial="deterministic")
     conversations = forms.ChoiceField(
@@ -136,6 +140,7 @@ class JobForm(forms.Form):
                 config["api_chains"]["apis"] = d["chain_apis_file"]
         if d.get("cost_limit") is not None:
             config["cost_limit"] = float(d["cost_limit"])
+        config["batch"] = bool(d.get("batch"))
         return {"config": config, "name": d.get("name", ""),
                 "import_data": d.get("seed_intents") or d.get("import_file"), "existing": d.get("existing") or None}
 

@@ -66,6 +66,8 @@ def process(job: GenerationJob, key: str) -> ItemResult:
         # The job stopped (cancelled, failed, its cost limit reached) while this item waited: it is
         # not counted; a reached cost limit is passed on so the job fails with it.
         return ItemResult(outcome="cancelled", stopped=str(exc) if exc.cost_limit else "")
+    except llm.LLMDeferred:
+        raise  # batch mode: the item runs again when its batch is back (services/items.py)
     except llm.LLMUnavailable as exc:
         return ItemResult(outcome="failed", generated=1, failed=1).discard(key, "llm_unavailable", str(exc))
     except llm.LLMFailed as exc:
