@@ -117,8 +117,9 @@ def _settings(stage: str, ids: list[int]) -> dict[int, dict[str, list[str]]]:
     return out
 
 
-def stage_analytics(stage: str) -> dict[str, list[dict[str, Any]]]:
-    """{dimension: [{value, **figures}]} for one review stage, over items with at least one review."""
+def stage_analytics(stage: str, dims: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """{dimension: [{value, **figures}]} for one review stage, over items with at least one review
+    (every dimension, or those in `dims`)."""
     items = list(ReviewItem.objects.filter(stage=stage, review_count__gte=1).values("pk", "object_id", "state",
                                                                                        "decision"))
     units: dict[int, Unit] = {}
@@ -134,6 +135,8 @@ def stage_analytics(stage: str) -> dict[str, list[dict[str, Any]]]:
     settings = _settings(stage, [it["object_id"] for it in items])
     out: dict[str, list[dict[str, Any]]] = {}
     for dim, _ in DIMENSIONS:
+        if dims is not None and dim not in dims:
+            continue
         groups: dict[str, list[Unit]] = defaultdict(list)
         for it in items:
             for value in settings.get(it["object_id"], {}).get(dim, ["unknown"]):
