@@ -203,6 +203,10 @@
     var v = entry.map.view, w = entry.svg.clientWidth, h = entry.svg.clientHeight;
     v.setAttribute("x", -pan.x / z); v.setAttribute("y", -pan.y / z);
     v.setAttribute("width", w / z); v.setAttribute("height", h / z);
+    // Shown only while part of the drawing is out of view.
+    var vb = entry.map.copy.viewBox.baseVal, x = -pan.x / z, y = -pan.y / z, eps = 1;
+    var whole = vb && x <= vb.x + eps && y <= vb.y + eps && x + w / z >= vb.x + vb.width - eps && y + h / z >= vb.y + vb.height - eps;
+    entry.map.box.hidden = !!whole;
   }
 
   function primary() {

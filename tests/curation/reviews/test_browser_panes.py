@@ -167,7 +167,11 @@ def test_conversation_graph_beside_its_flowgraph_with_minimaps(browser, live_ser
         for fig in ("figure.graph.primary", "#parent-graph"):
             assert page.locator(f"{fig} .graph-canvas > svg g.node[data-id]").count() >= 13
             assert page.locator(f"{fig} .minimap svg").count() == 1
+            # Shown exactly when the drawing is too big to show whole at a readable size.
+            clamped = "clamped" in page.get_attribute(fig, "class")
+            assert page.locator(f"{fig} .minimap").is_visible() == clamped
             assert font_px(page, fig) >= MIN_FONT_PX - 0.01
+        assert "clamped" in page.get_attribute("figure.graph.primary", "class")
         # Each pane zooms by itself.
         before = float(page.get_attribute("#parent-graph", "data-zoom"))
         page.click("#parent-graph [data-act=in]")
@@ -201,6 +205,13 @@ def test_flowgraph_beside_its_procedure(browser, live_server, annotator_a):  # n
         # A small graph fits whole, at a readable size, and is not clamped.
         assert font_px(page, "figure.graph.primary") >= MIN_FONT_PX - 0.01
         assert "clamped" not in page.get_attribute("figure.graph.primary", "class")
+        # The whole drawing is in view: no minimap over it, until zooming in hides a part.
+        assert not page.locator("figure.graph.primary .minimap").is_visible()
+        page.click("figure.graph.primary [data-act=in]")
+        page.click("figure.graph.primary [data-act=in]")
+        assert page.locator("figure.graph.primary .minimap").is_visible()
+        page.keyboard.press("=")
+        assert not page.locator("figure.graph.primary .minimap").is_visible()
         controls_fit(page)
         shot(page, f"review-flowgraph-panes-{width}")
         page.context.close()
