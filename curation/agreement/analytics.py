@@ -3,7 +3,8 @@ Cohen's κ, Krippendorff's α), adjudication rate and the top rejection reasons,
 model, prompt template version, temperature, sampler, mode (LLM / offline / deterministic /
 procedure) and noise kind, each with a 95 % interval and the item count.
 
-Intervals: Wilson score intervals for the rates; for κ and α a percentile bootstrap over items
+Intervals: Wilson score intervals for the rates; for κ and α a percentile bootstrap over items, drawn
+as counts of item types (curation.agreement.resample)
 (400 resamples, fixed seed, so the page is stable). An item counts once per slice value it has
 (a conversation with two noise kinds counts under both).
 """
@@ -16,7 +17,14 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Callable
 
-from curation.agreement.measures import cohen_kappa, krippendorff_alpha_nominal
+from curation.agreement.measures import (
+    cohen_kappa,
+    cohen_kappa_table,
+    composition,
+    krippendorff_alpha_compositions,
+    krippendorff_alpha_nominal,
+)
+from curation.agreement.resample import bootstrap_types
 from curation.models import ItemState, Resolution, Review, ReviewItem, ReviewStage, Verdict
 from curation.reviews.services import STAGE_MODELS
 from generation.models import LLMCall
@@ -40,7 +48,10 @@ def wilson(k: int, n: int) -> tuple[float | None, float | None, float | None]:
 
 def bootstrap(units: list[list[str]], stat: Callable[[list[list[str]]], float | None], seed: int = 15
               ) -> tuple[float | None, float | None]:
-    """95 % percentile interval of ``stat`` over items resampled with replacement."""
+    """95 % percentile interval of ``stat`` over items resampled one by one with replacement.
+
+    The page uses ``type_bootstrap`` (the same distribution, at a cost independent of the item
+    count); this plain version stays as the reference the tests compare it with."""
     if len(units) < 2:
         return None, None
     rng = random.Random(seed)
@@ -53,6 +64,18 @@ def bootstrap(units: list[list[str]], stat: Callable[[list[list[str]]], float | 
         return None, None
     values.sort()
     return values[int(0.025 * (len(values) - 1))], values[int(0.975 * (len(values) - 1))]
+
+
+def type_bootstrap(votes: list[list[str]], measure: str) -> tuple[float | None, float | None]:
+    """``bootstrap(votes, _kappa or _alpha)``'s distribution, drawn over item types
+    (curation.agreement.resample)."""
+    if measure == "kappa":
+        types = Counter((u[0], u[1]) for u in votes if len(u) >= 2)
+        return bootstrap_types(types, lambda t: cohen_kappa_table(t).value, resamples=BOOTSTRAP, seed=15) \
+            if len(votes) >= 2 else (None, None)
+    types = Counter(composition(u) for u in votes)
+    return bootstrap_types(types, lambda t: krippendorff_alpha_compositions(t).value, resamples=BOOTSTRAP,
+                           seed=15) if len(votes) >= 2 else (None, None)
 
 
 def _kappa(units):
@@ -84,8 +107,8 @@ def slice_figures(units: list[Unit]) -> dict[str, Any]:
         "items": len(units), "decided": len(decided),
         "acceptance": acc[0], "acceptance_ci": acc[1:],
         "percent_agreement": pct[0], "percent_agreement_ci": pct[1:], "pairs": len(pairs),
-        "kappa": kappa, "kappa_ci": bootstrap(votes, _kappa) if kappa is not None else (None, None),
-        "alpha": alpha, "alpha_ci": bootstrap(votes, _alpha) if alpha is not None else (None, None),
+        "kappa": kappa, "kappa_ci": type_bootstrap(votes, "kappa") if kappa is not None else (None, None),
+        "alpha": alpha, "alpha_ci": type_bootstrap(votes, "alpha") if alpha is not None else (None, None),
         "adjudication": adj[0], "adjudication_ci": adj[1:],
         "top_reasons": reasons.most_common(3),
     }
