@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from curation.models import AuditEvent, ReviewItem, ReviewStage
@@ -23,6 +23,7 @@ values = st.recursive(scalars, lambda inner: st.dictionaries(st.text("abc", min_
 records = st.dictionaries(st.text("xyz", min_size=1, max_size=2), values, max_size=4)
 
 
+@settings(deadline=None)  # a loaded machine is no reason to fail
 @given(records, records)
 def test_the_differences_turn_before_into_after(before, after):
     """Applied to the before side (as shown), the listed differences give the after side."""
