@@ -77,3 +77,18 @@ def test_analytics_is_for_researchers_and_admins(client, annotator_a, adjudicato
     for user in (annotator_a, adjudicator):
         client.force_login(user)
         assert client.get(reverse("curation:analytics")).status_code == 403
+
+
+def test_cached_figures_follow_new_verdicts(client, researcher, reviewed, annotator_a, annotator_b):
+    """The page keeps each stage's figures until the data changes: a new verdict shows at once."""
+    client.force_login(researcher)
+    params = {"stage": "conversation", "slice": "mode"}
+
+    def items():
+        return sum(int(r[1]) for r in _table(client.get(reverse("curation:analytics"), params).content.decode()))
+
+    before = items()
+    assert items() == before  # from the cache
+    c = reviewed
+    decide(item_of(ReviewStage.CONVERSATION, c[3]), [annotator_a])
+    assert items() == before + 1
