@@ -125,3 +125,17 @@ def test_each_role_home(browser, live_server, personas, world, persona):  # noqa
         shot(page, f"home-{persona}-{width}")
         page.context.close()
     connections.close_all()
+
+
+def test_bar_of_a_user_with_every_role_fits_1280(browser, live_server, db):  # noqa: F811
+    from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER
+    from tests.conftest import make_user
+
+    user = make_user("someone_with_a_rather_long_name", ADMIN, ANNOTATOR, ADJUDICATOR, RESEARCHER)
+    page = login(browser, live_server, user.username, 1280, 800)
+    page.goto(f"{live_server.url}/curation/audit/")
+    one_line_bar(page)
+    assert page.locator("header .logout button").is_visible()
+    shot(page, "nav-every-role-1280")
+    page.context.close()
+    connections.close_all()
