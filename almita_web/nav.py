@@ -27,6 +27,7 @@ class Link:
 GROUPS: list[tuple[str, list[Link]]] = [
     ("Review", [
         Link("curation:queue", "Review queue", (ANNOTATOR,)),
+        Link("curation:my_verdicts", "My verdicts", (ANNOTATOR,)),
         Link("curation:explore", "Explore", (ANNOTATOR, ADJUDICATOR, RESEARCHER), ("conversation",)),
     ]),
     ("Adjudicate", [

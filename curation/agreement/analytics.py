@@ -1,7 +1,8 @@
 """Analytics by generator setting (i15): for each review stage, acceptance rate, agreement (percent,
 Cohen's κ, Krippendorff's α), adjudication rate and the top rejection reasons, sliced by generator
 model, prompt template version, temperature, sampler, mode (LLM / offline / deterministic /
-procedure) and noise kind, each with a 95 % interval and the item count.
+procedure), noise kind, output form (free text, JSON by the prompt, JSON Schema as structured
+outputs) and channel (online or Batch API), each with a 95 % interval and the item count.
 
 Intervals: Wilson score intervals for the rates; for κ and α a percentile bootstrap over items, drawn
 as counts of item types (curation.agreement.resample)
@@ -30,7 +31,8 @@ from curation.reviews.services import STAGE_MODELS
 from generation.models import LLMCall
 
 DIMENSIONS = [("model", "Generator model"), ("prompt", "Prompt template version"), ("temperature", "Temperature"),
-              ("sampler", "Sampler"), ("mode", "Mode"), ("noise", "Noise kind")]
+              ("sampler", "Sampler"), ("mode", "Mode"), ("noise", "Noise kind"),
+              ("output_form", "Output form (structured outputs)"), ("channel", "Sent online or in a batch")]
 Z = 1.959964
 BOOTSTRAP = 400
 
@@ -122,7 +124,8 @@ def _settings(stage: str, ids: list[int]) -> dict[int, dict[str, list[str]]]:
     rows = list(model.objects.filter(pk__in=ids).values("pk", "job_id", "key", "origin", *extra))
     calls: dict[tuple[int, str], dict] = {}
     for c in (LLMCall.objects.filter(job_id__in={r["job_id"] for r in rows if r["job_id"]}).order_by("id")
-              .values("job_id", "key", "model", "template", "template_version", "request__temperature")):
+              .values("job_id", "key", "model", "template", "template_version", "request__temperature",
+                      "output_form", "batch_id")):
         calls[(c["job_id"], c["key"])] = c  # the last call for the work item wins
     out = {}
     for r in rows:
@@ -136,6 +139,8 @@ def _settings(stage: str, ids: list[int]) -> dict[int, dict[str, list[str]]]:
             "sampler": [r.get("path__sampler") or "n/a"],
             "mode": [r.get("mode") or ("llm" if c else r["origin"])],
             "noise": (list(noise) or ["none"]) if noise is not None else ["n/a"],
+            "output_form": [c["output_form"] if c else "none (no LLM)"],
+            "channel": [("batch" if c["batch_id"] else "online") if c else "none (no LLM)"],
         }
     return out
 

@@ -17,6 +17,7 @@ from curation.agreement import services as agreement_services
 from curation.guidance import services as guidance
 from curation.models import ItemState, ReviewItem, ReviewStage
 from curation.releases.services import csv_stream
+from curation.reviews import discussion
 from curation.reviews import queue as item_queue
 from curation.reviews import services
 from curation.reviews.audit import audit_page
@@ -91,6 +92,10 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
         .select_related("annotator"),
     })
     ctx.update(guidance.review_page_extras(item, ctx, own))  # issue #16: flag panel
+    if own is not None or has_role(request.user, ADMIN):  # issue #31: history and discussion
+        can_change = own is not None and item.state == ItemState.OPEN and not item.excluded
+        ctx.update({"thread": discussion.thread(request.user, item), "can_change": can_change,
+                    "change_reasons": guidance.reason_codes(item.stage) if can_change else []})
     return render(request, "curation/review.html", ctx)
 
 
@@ -194,6 +199,7 @@ def adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
         "effective": describe(item),
         "cascade": services.descendant_statuses(item),
         "history": item.audit.select_related("actor").order_by("at", "id"),
+        "thread": discussion.thread(request.user, item, names=request.GET.get("names") == "1"),
     })
     ctx["flags"] = guidance.combined_for_page(list(ctx["reviews"]), ctx["show_names"])  # issue #16
     return render(request, "curation/adjudicate.html", ctx)
