@@ -7,6 +7,7 @@ annotator's verdict.
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from django.db.models import Count
@@ -27,16 +28,16 @@ def annotator_part(user) -> dict[str, Any]:
     available = agreement_services.annotator_available(annotator=user)
     mine = {r["stage"]: r for r in agreement_services.annotator_progress(annotator=user)}
     claims = review_services.held_claims(annotator=user)
-    held = {c.item.stage for c in claims}
+    held = Counter(c.item.stage for c in claims)
     stages, done_all, open_all = [], 0, 0
     for stage, label in ReviewStage.choices:
         done = mine.get(stage, {}).get("reviews", 0)
         avail = available[stage]
-        done_all, open_all = done_all + done, open_all + min(avail, CAP)
+        done_all, open_all = done_all + done, open_all + min(avail, CAP) + held[stage]
         stages.append({"stage": stage, "label": label, "done": done, "skips": mine.get(stage, {}).get("skips", 0),
                        "available": avail, "more": avail > CAP, "held": stage in held,
-                       "percent": round(100 * done / (done + min(avail, CAP))) if done + avail else 0})
-    return {"stages": stages, "done": done_all, "open": open_all, "more": any(s["more"] for s in stages),
+                       "percent": round(100 * done / (done + min(avail, CAP) + held[stage])) if done + avail + held[stage] else 0})
+    return {"stages": stages, "done": done_all, "open": open_all, "held": len(claims), "more": any(s["more"] for s in stages),
             "percent": round(100 * done_all / (done_all + open_all)) if done_all + open_all else 0,
             "claims": claims}
 

@@ -102,6 +102,11 @@ def test_annotator_home_counts_own_work_and_is_blind(client, annotator_a, annota
         row = re.search(rf'<tr data-stage="{stage}"><td>[^<]+</td><td>(\d+\+?)</td><td>(\d+)</td>', after)
         assert row and row.group(1) == str(avail[stage])
     assert re.search(r'<tr data-stage="flowgraph"><td>[^<]+</td><td>\d+</td><td>1</td>', after)
+    # Taking an item moves it from "open" to "you hold": what waits for the annotator is the same.
+    waiting = re.search(r'id="my-open">(\d+)<', after).group(1)
+    assert services.review_claim_next(annotator=annotator_a, stage=ReviewStage.CONVERSATION_GRAPH) is not None
+    held = client.get("/").content.decode()
+    assert re.search(r'id="my-open">(\d+)<', held).group(1) == waiting and "(1 you hold)" in held
 
 
 def test_adjudicator_home_counts_what_they_may_decide(client, annotator_a, annotator_b, adjudicator):
