@@ -80,6 +80,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "almita_web.roles.roles_context",
+                "almita_web.nav.nav_context",
                 "curation.reviews.discussion_views.notifications_context",
             ],
         },

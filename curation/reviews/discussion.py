@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
@@ -183,6 +184,8 @@ def notify_overturned(item: ReviewItem, decision: str, note: str) -> int:
                                  f"Note: {note}")
             for r in Review.objects.filter(item=item).exclude(verdict=decision)]
     Notification.objects.bulk_create(rows)
+    users = [_unread_key(n.user_id) for n in rows]
+    transaction.on_commit(lambda: cache.delete_many(users))
     return len(rows)
 
 
@@ -190,11 +193,27 @@ def notifications_of(user) -> QuerySet[Notification]:
     return Notification.objects.filter(user=user).select_related("item")
 
 
+UNREAD_CACHE_SECONDS = 600
+
+
+def _unread_key(user_id: int) -> str:
+    return f"almita:unread:{user_id}"
+
+
 def unread_count(user) -> int:
+    """The navigation's count, from the cache: without it the review page (the product's most frequent
+    request, pinned at 5 queries by tests/curation/reviews/test_review_path_queries.py) read one more.
+    Every change of a user's notifications deletes their entry, so the count is never stale."""
     if not getattr(user, "is_authenticated", False):
         return 0
-    return Notification.objects.filter(user=user, read_at__isnull=True).count()
+    count = cache.get(_unread_key(user.pk))
+    if count is None:
+        count = Notification.objects.filter(user=user, read_at__isnull=True).count()
+        cache.set(_unread_key(user.pk), count, UNREAD_CACHE_SECONDS)
+    return count
 
 
 def mark_read(user) -> int:
-    return Notification.objects.filter(user=user, read_at__isnull=True).update(read_at=timezone.now())
+    n = Notification.objects.filter(user=user, read_at__isnull=True).update(read_at=timezone.now())
+    cache.delete(_unread_key(user.pk))
+    return n
