@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from almita_web.bounds import in_id_range
 from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, has_role, role_required
 from curation.models import ReviewStage
 from curation.reviews import explorer
@@ -51,7 +52,8 @@ def bulk(request: HttpRequest, stage: str) -> HttpResponse:
         back = reverse("curation:explore", args=[stage])
     ids = []
     for raw in request.POST.getlist("items"):
-        if raw.isdigit():
+        # Only what can be an id: 5,000 nines would not even convert (Python's digit limit).
+        if raw.isdigit() and len(raw) <= 19 and in_id_range(int(raw)):
             ids.append(int(raw))
     required = request.POST.get("required") or ""
     try:
