@@ -36,7 +36,7 @@ def explore(request: HttpRequest, stage: str) -> HttpResponse:
     base = params.urlencode()
     return render(request, "curation/explore.html", {
         "stage": stage, "stages": ReviewStage.choices, "q": qry, "page": page,
-        "rows": explorer.rows_for(page["rows"], request.user, show_gold=is_admin),
+        "rows": explorer.rows_for(page["rows"], request.user, show_gold=is_admin, own_only=own_only),
         "choices": explorer.choices(stage, own_only), "own_only": own_only,
         "can_bulk": staff, "is_staff": staff, "base_query": base,
         "here": request.get_full_path(),
@@ -64,4 +64,8 @@ def bulk(request: HttpRequest, stage: str) -> HttpResponse:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"{result['done']} item(s) changed, {result['skipped']} left as they were.")
+        for reason in result["refused"][:10]:
+            messages.error(request, f"Not included again: {reason}")
+        if len(result["refused"]) > 10:
+            messages.error(request, f"… and {len(result['refused']) - 10} more refused for the same kind of reason.")
     return redirect(back)

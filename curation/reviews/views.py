@@ -21,7 +21,8 @@ from curation.reviews import queue as item_queue
 from curation.reviews import services
 from curation.reviews.forms import ResolveForm, ReviewForm, SkipForm
 from curation.reviews.present import item_context, stage_fragments
-from curation.reviews.state import describe
+from curation.reviews.state import describe, describe_short
+from generation.models import CurationStatus
 
 
 def _next_or_queue(request: HttpRequest, stage: str) -> HttpResponse:
@@ -90,6 +91,14 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
         .select_related("annotator"),
     })
     ctx.update(guidance.review_page_extras(item, ctx, own))  # issue #16: flag panel
+    if not ctx["show_disagreement"] and item.state == ItemState.DECIDED:
+        # Shown as "All reviews in", like a disputed item, and its artifact as pending: "Decided"
+        # or "Accepted" right after one's verdict would mean the others agreed (the page's
+        # copies only; nothing is saved).
+        item.state = ItemState.DISAGREEMENT
+        artifact = ctx.get("artifact")
+        if artifact is not None and artifact.status in (CurationStatus.ACCEPTED, CurationStatus.REJECTED):
+            artifact.status = CurationStatus.PENDING
     return render(request, "curation/review.html", ctx)
 
 
@@ -114,7 +123,11 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
     except services.CurationError as exc:
         messages.error(request, str(exc))
         return redirect("curation:queue")
-    messages.success(request, f"Verdict saved for {item}. Press u to undo.")
+    # Undo works while the item still waits for reviews; after the last one it is gone, and
+    # the flash must not offer it (it says nothing of how the others voted either way).
+    still_open = (fresh := item_queue.item_by_id(pk)) is not None and fresh.state == ItemState.OPEN and not fresh.excluded
+    messages.success(request, f"Verdict saved for {item}. Press u to undo." if still_open
+                     else f"Verdict saved for {item}; all its reviews are in.")
     return _next_or_queue(request, item.stage)
 
 
@@ -158,7 +171,9 @@ def adjudication(request: HttpRequest) -> HttpResponse:
         stage = None
     return render(request, "curation/adjudication.html", {
         "items": services.adjudication_queue(stage=stage)[:200],
-        "recent": ReviewItem.objects.filter(state=ItemState.DECIDED).order_by("-decided_at", "-id")[:30],
+        # Each with its effective state: a decided item under a rejected ancestor reads "excluded".
+        "recent": [(it, describe_short(it)) for it in
+                   ReviewItem.objects.filter(state=ItemState.DECIDED).order_by("-decided_at", "-id")[:30]],
         "stage": stage, "stages": ReviewStage.choices,
     })
 
