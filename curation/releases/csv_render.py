@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any
@@ -59,9 +60,18 @@ _CACHE_LIMIT = 20_000
 FORMULA_START = frozenset("=+-@\t\r")
 
 
+# A negative number ("-0.4000", "-1e-05") is not a formula: it stays as written, so a spreadsheet
+# reads it as a number. Anything else starting with = + - @ tab or CR gets the quote.
+_PLAIN_NUMBER = re.compile(r"-(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
+
+
+def _risky(text: str) -> bool:
+    return text[:1] in FORMULA_START and _PLAIN_NUMBER.fullmatch(text) is None
+
+
 def formula_safe(text: str) -> str:
     """The one CSV formula guard: every CSV the product writes passes its text cells through it."""
-    return "'" + text if text[:1] in FORMULA_START else text
+    return "'" + text if _risky(text) else text
 
 
 def spreadsheet_safe(row: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +86,7 @@ def _cell(value: Any) -> str:
     the whole procedure text, and this is several times faster while producing the same bytes.
     """
     s = value if isinstance(value, str) else str(value)
-    if s[:1] in FORMULA_START:
+    if s[:1] in FORMULA_START and _risky(s):
         s = "'" + s
     if '"' in s:
         return '"' + s.replace('"', '""') + '"'
@@ -180,8 +190,8 @@ def guarded(rows: Iterable[Sequence[Any]]) -> Iterator[Sequence[Any]]:
     start = FORMULA_START
     for row in rows:
         for v in row:
-            if v.__class__ is str and v[:1] in start:
-                yield [("'" + c) if c.__class__ is str and c[:1] in start else c for c in row]
+            if v.__class__ is str and v[:1] in start and _risky(v):
+                yield [("'" + c) if c.__class__ is str and _risky(c) else c for c in row]
                 break
         else:
             yield row

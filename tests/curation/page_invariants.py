@@ -117,6 +117,8 @@ def blind_pair(client: Client, user, item: ReviewItem) -> bool:
     others = [r for r in reviews if r.annotator_id != user.pk]
     if own is None or not others or item.excluded or item.state == ItemState.OPEN:
         return False
+    if Resolution.objects.filter(item=item).exists():
+        return False  # an adjudicator's call (a decision or a reversal), out of this comparison
     agreed = item.state == ItemState.DECIDED and all(r.verdict == own.verdict for r in others)
     if item.state == ItemState.DECIDED and not agreed:
         return False  # a decided disagreement: the adjudicator's call, out of this comparison
