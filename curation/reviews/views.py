@@ -116,7 +116,7 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("curation:review", pk=pk)
     try:
         # issue #16: the verdict with its flags, time spent and guideline version
-        guidance.review_submit_flagged(
+        review = guidance.review_submit_flagged(
             annotator=request.user, item_id=pk, verdict=form.cleaned_data["verdict"],
             reason_codes=form.cleaned_data["reason_codes"], comment=form.cleaned_data["comment"],
             flags=form.cleaned_data.get("flags"))
@@ -125,7 +125,8 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("curation:queue")
     # Undo works while the item still waits for reviews; after the last one it is gone, and
     # the flash must not offer it (it says nothing of how the others voted either way).
-    still_open = (fresh := item_queue.item_by_id(pk)) is not None and fresh.state == ItemState.OPEN and not fresh.excluded
+    # (The review's item is the row the service locked and updated: no query.)
+    still_open = review.item.state == ItemState.OPEN and not review.item.excluded
     messages.success(request, f"Verdict saved for {item}. Press u to undo." if still_open
                      else f"Verdict saved for {item}; all its reviews are in.")
     return _next_or_queue(request, item.stage)
