@@ -18,9 +18,11 @@ from generation.pipeline.extract import format_api_call
 
 BATCH = 1000  # rows per yielded chunk: big enough to amortise, small enough to stay flat
 
+# The released test columns, one schema for tests.csv and the Hugging Face folder (same names, same
+# order; docs/datasets.md). tests.jsonl holds the same values nested (curation.releases.exports.flat_row).
 CSV_COLUMNS = [
     "test_id", "conversation_id", "position", "intent_id", "intent", "client", "procedure_id",
-    "procedure", "apis", "context", "expected_type", "expected_output", "expected_api_name",
+    "procedure", "apis", "context", "expected_type", "expected_content", "expected_api_name",
     "expected_parameters", "noise_kinds", "flowgraph_id", "conversation_graph_id", "path_node_ids",
     "expected_action",
 ]
@@ -154,7 +156,7 @@ class CsvLineMaker:
 
 
 def expected_cells(exp: dict[str, Any]) -> tuple[str, str, str, str]:
-    """The cells expected_type, expected_output, expected_api_name, expected_parameters."""
+    """The cells expected_type, expected_content, expected_api_name, expected_parameters."""
     kind = exp["type"]
     if kind == "api_call":
         name, params = exp["name"], exp.get("parameters") or {}
