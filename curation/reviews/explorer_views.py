@@ -63,7 +63,8 @@ def bulk(request: HttpRequest, stage: str) -> HttpResponse:
     except explorer.ExplorerError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"{result['done']} item(s) changed, {result['skipped']} left as they were.")
+        if result["done"] or result["skipped"] or not result["refused"]:
+            messages.success(request, f"{result['done']} item(s) changed, {result['skipped']} left as they were.")
         for reason in result["refused"][:10]:
             messages.error(request, f"Not included again: {reason}")
         if len(result["refused"]) > 10:
