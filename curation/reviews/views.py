@@ -91,7 +91,7 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
         .select_related("annotator"),
     })
     ctx.update(guidance.review_page_extras(item, ctx, own))  # issue #16: flag panel
-    if not ctx["show_disagreement"] and item.state == ItemState.DECIDED:
+    if not ctx["show_disagreement"] and item.state == ItemState.DECIDED and not has_role(request.user, ADMIN):
         # Shown as "All reviews in", like a disputed item, and its artifact as pending: "Decided"
         # or "Accepted" right after one's verdict would mean the others agreed (the page's
         # copies only; nothing is saved).
