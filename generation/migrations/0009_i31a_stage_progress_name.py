@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('generation', '0007_i32_limiter_fields'),
+        ('generation', '0008_i32b_structured_batches'),
     ]
 
     operations = [

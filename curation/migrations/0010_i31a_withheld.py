@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('curation', '0007_i14_review_path_indexes'),
+        ('curation', '0009_i28o_release_audit'),
     ]
 
     operations = [
