@@ -104,7 +104,7 @@ def _annotator_view(client: Client, item: ReviewItem) -> list[str]:
     urls = [f"/curation/explore/{s}/" for s in ReviewStage.values]
     urls += [f"/curation/explore/{item.stage}/?state={st}" for st in ("waiting", "complete", "excluded")]
     urls += [f"/curation/explore/{item.stage}/?sort={s}" for s in ("-id", "-reviews", "warnings")]
-    urls += ["/curation/queue/", f"/curation/items/{item.pk}/"]
+    urls += ["/curation/queue/", f"/curation/items/{item.pk}/", "/curation/my-verdicts/", "/", "/curation/notifications/"]
     return [CSRF.sub(lambda m: (m.group(1) or m.group(2)) + '"', _html(client, u)) for u in urls]
 
 
