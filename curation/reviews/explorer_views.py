@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from almita_web.bounds import in_id_range
 from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, has_role, role_required
 from curation.models import ReviewStage
 from curation.reviews import explorer
@@ -35,7 +36,7 @@ def explore(request: HttpRequest, stage: str) -> HttpResponse:
     base = params.urlencode()
     return render(request, "curation/explore.html", {
         "stage": stage, "stages": ReviewStage.choices, "q": qry, "page": page,
-        "rows": explorer.rows_for(page["rows"], request.user, show_gold=is_admin),
+        "rows": explorer.rows_for(page["rows"], request.user, show_gold=is_admin, own_only=own_only),
         "choices": explorer.choices(stage, own_only), "own_only": own_only,
         "can_bulk": staff, "is_staff": staff, "base_query": base,
         "here": request.get_full_path(),
@@ -51,7 +52,8 @@ def bulk(request: HttpRequest, stage: str) -> HttpResponse:
         back = reverse("curation:explore", args=[stage])
     ids = []
     for raw in request.POST.getlist("items"):
-        if raw.isdigit():
+        # Only what can be an id: 5,000 nines would not even convert (Python's digit limit).
+        if raw.isdigit() and len(raw) <= 19 and in_id_range(int(raw)):
             ids.append(int(raw))
     required = request.POST.get("required") or ""
     try:
@@ -61,5 +63,10 @@ def bulk(request: HttpRequest, stage: str) -> HttpResponse:
     except explorer.ExplorerError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"{result['done']} item(s) changed, {result['skipped']} left as they were.")
+        if result["done"] or result["skipped"] or not result["refused"]:
+            messages.success(request, f"{result['done']} item(s) changed, {result['skipped']} left as they were.")
+        for reason in result["refused"][:10]:
+            messages.error(request, f"Not included again: {reason}")
+        if len(result["refused"]) > 10:
+            messages.error(request, f"… and {len(result['refused']) - 10} more refused for the same kind of reason.")
     return redirect(back)
