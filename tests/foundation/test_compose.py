@@ -23,7 +23,7 @@ def command_words(service: dict) -> list[str]:
 
 def test_services_and_volume():
     compose = load()
-    assert set(compose["services"]) == {"postgres", "redis", "web", "worker"}
+    assert set(compose["services"]) == {"postgres", "redis", "web", "worker", "webhooks"}
     assert "pgdata" in compose["volumes"]
     assert "pgdata:/var/lib/postgresql/data" in compose["services"]["postgres"]["volumes"]
     for name, service in compose["services"].items():
@@ -32,7 +32,7 @@ def test_services_and_volume():
 
 def test_app_services_point_at_postgres_and_redis():
     compose = load()
-    for name in ("web", "worker"):
+    for name in ("web", "worker", "webhooks"):
         service = compose["services"][name]
         env = service["environment"]
         assert env["DATABASE_URL"].startswith("postgres://") and "@postgres:5432/" in env["DATABASE_URL"]
@@ -41,6 +41,14 @@ def test_app_services_point_at_postgres_and_redis():
         assert service["build"] == "."
         assert set(service["depends_on"]) == {"postgres", "redis"}
         assert all(dep["condition"] == "service_healthy" for dep in service["depends_on"].values())
+
+
+def test_webhook_deliveries_have_their_own_worker():
+    compose = load()
+    hooks = command_words(compose["services"]["webhooks"])
+    assert hooks[hooks.index("-Q") + 1] == "webhooks"
+    worker = command_words(compose["services"]["worker"])
+    assert "webhooks" not in (worker[worker.index("-Q") + 1] if "-Q" in worker else "celery").split(",")
 
 
 def _module_exists(dotted: str) -> bool:
