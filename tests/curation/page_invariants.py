@@ -20,6 +20,7 @@ from curation.reviews.state import BLIND_LABELS, Effective, effective_of
 
 ROW = re.compile(r'<tr data-item="(\d+)">.*?data-state="(\w+)"[^>]*>([^<]*)</span>', re.S)
 RECENT = re.compile(r'<li data-item="(\d+)">.*?data-state="(\w+)"', re.S)
+SKIPPED: Counter = Counter()  # why candidate items were not compared (reported by the state machine)
 CSRF = re.compile(r'(name="csrfmiddlewaretoken" value=")[^"]*"|(csrf-token" content=")[^"]*"')
 
 
@@ -103,7 +104,7 @@ def _annotator_view(client: Client, item: ReviewItem) -> list[str]:
     urls = [f"/curation/explore/{s}/" for s in ReviewStage.values]
     urls += [f"/curation/explore/{item.stage}/?state={st}" for st in ("waiting", "complete", "excluded")]
     urls += [f"/curation/explore/{item.stage}/?sort={s}" for s in ("-id", "-reviews", "warnings")]
-    urls += ["/curation/queue/", f"/curation/items/{item.pk}/"]
+    urls += ["/curation/queue/", f"/curation/items/{item.pk}/", "/curation/my-verdicts/", "/", "/curation/notifications/"]
     return [CSRF.sub(lambda m: (m.group(1) or m.group(2)) + '"', _html(client, u)) for u in urls]
 
 
@@ -116,13 +117,17 @@ def blind_pair(client: Client, user, item: ReviewItem) -> bool:
     own = next((r for r in reviews if r.annotator_id == user.pk), None)
     others = [r for r in reviews if r.annotator_id != user.pk]
     if own is None or not others or item.excluded or item.state == ItemState.OPEN:
+        SKIPPED["not complete, excluded or alone"] += 1
         return False
     if Resolution.objects.filter(item=item).exists():
+        SKIPPED["adjudicated"] += 1
         return False  # an adjudicator's call (a decision or a reversal), out of this comparison
     agreed = item.state == ItemState.DECIDED and all(r.verdict == own.verdict for r in others)
     if item.state == ItemState.DECIDED and not agreed:
+        SKIPPED["decided disagreement"] += 1
         return False  # a decided disagreement: the adjudicator's call, out of this comparison
     if own.verdict == Verdict.REJECT and item.stage != ReviewStage.CONVERSATION:
+        SKIPPED["rejection above the leaves"] += 1
         return False
     before = _annotator_view(client, item)
     sid = transaction.savepoint()
