@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-
 from almita_web.roles import ADJUDICATOR, ADMIN, RESEARCHER, has_role
-from curation.models import GoldItem, GoldOrigin, ItemState, ReviewItem, ReviewStage
+from curation.models import GoldItem, ItemState, ReviewItem, ReviewStage
 from curation.reviews.lineage import STAGE_MODELS
 from curation.reviews.state import describe, describe_blind
 from generation.models import Api, CurationStatus
@@ -102,27 +100,17 @@ def panel_context(user, item: ReviewItem) -> dict[str, Any]:
 # --------------------------------------------------------------------------- gold toggle
 
 
-@transaction.atomic
 def gold_toggle(*, actor, item_id: int, expected: str) -> str:
-    """Mark an item gold with `expected` ("accept"/"reject"), or unmark it (""); returns what was done.
-
-    Marking goes through the gold service; a seeded known-bad copy is never unmarked here, or it
-    would count as an ordinary item and could reach a release.
-    """
-    from curation.guidance.gold import GoldError, gold_mark
+    """Mark an item gold with `expected` ("accept"/"reject"), or unmark it (""), through the gold
+    services; returns what was done."""
+    from curation.guidance.services import GoldError, gold_mark, gold_unmark
 
     if not has_role(actor, ADMIN):
         raise PanelError("Marking gold needs the admin role.")
-    if expected:
-        try:
+    try:
+        if expected:
             gold_mark(actor=actor, item_ids=[item_id], expected=expected)
-        except GoldError as exc:
-            raise PanelError(str(exc)) from exc
-        return f"marked gold ({expected})"
-    gold = GoldItem.objects.select_for_update().filter(item_id=item_id).first()
-    if gold is None:
-        return "was not gold"
-    if gold.origin != GoldOrigin.MARKED:
-        raise PanelError("A seeded known-bad copy stays gold.")
-    gold.delete()
-    return "no longer gold"
+            return f"marked gold ({expected})"
+        return "no longer gold" if gold_unmark(actor=actor, item_id=item_id) else "was not gold"
+    except GoldError as exc:
+        raise PanelError(str(exc)) from exc
