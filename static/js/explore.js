@@ -105,6 +105,8 @@
     var n = onFilter ? Number(total) : ticked();
     if (!onFilter && !n) { ev.preventDefault(); alert("Tick at least one item, or choose the whole filter."); return; }
     document.getElementById("bulk-confirm-count").value = onFilter ? total : "";
-    if (!confirm(button.textContent.trim() + ": " + n + " item" + (n === 1 ? "" : "s") + (onFilter ? " (every item of this filter)" : "") + ". Go ahead?")) ev.preventDefault();
+    // The ticked items are counted beside the buttons; a whole filter asks first, with its count
+    // (and the server checks the count still holds).
+    if (onFilter && !confirm(button.textContent.trim() + ": all " + n + " item" + (n === 1 ? "" : "s") + " of this filter. Go ahead?")) ev.preventDefault();
   });
 })();
