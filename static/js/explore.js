@@ -50,7 +50,8 @@
     panel.hidden = false;
     panel.innerHTML = '<p class="muted">Loading…</p>';
     document.getElementById("explore-layout").classList.add("with-panel");
-    fetch(row.getAttribute("data-panel"), {credentials: "same-origin", headers: {"X-Requested-With": "fetch"}})
+    var url = table.getAttribute("data-panel-url").replace("/0/", "/" + row.getAttribute("data-item") + "/");
+    fetch(url, {credentials: "same-origin", headers: {"X-Requested-With": "fetch"}})
       .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
       .then(function (html) { if (rows[current] === row) panel.innerHTML = html; })
       .catch(function (status) { panel.innerHTML = '<p class="error">This item could not be shown (' + String(status).replace(/[^0-9a-zA-Z ]/g, "") + ").</p>"; });
