@@ -2,8 +2,10 @@
 actions are POSTs that redirect back to the same filtered list."""
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -64,10 +66,6 @@ def bulk(request: HttpRequest, stage: str) -> HttpResponse:
     if request.POST.get("scope") == "filter":
         # The whole filter: the query travels in `next`; the count the user confirmed must still
         # be what the filter matches, or nothing happens (the list changed under them).
-        from urllib.parse import urlsplit
-
-        from django.http import QueryDict
-
         params = QueryDict(urlsplit(back).query)
         qry = explorer.parse(stage, params)
         matched = explorer.items(qry, request.user)
