@@ -155,6 +155,11 @@ CELERY_BEAT_SCHEDULE = {
     "curation-digest": {"task": "curation.send_digest", "schedule": 86400.0},
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Webhook deliveries wait on other people's servers (a receiver answering in 30 s held a worker
+# thread for 30 s): they go to their own queue, which its own worker process consumes
+# (scripts/run.sh, docker-compose.yml), so generation never waits behind them.
+WEBHOOK_QUEUE = "webhooks"
+CELERY_TASK_ROUTES = {"webhooks.tasks.deliver_webhook": {"queue": WEBHOOK_QUEUE}}
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
@@ -192,8 +197,14 @@ LLM_BACKOFF_BASE = env_float("LLM_BACKOFF_BASE", 0.5, minimum=0.0)
 LLM_CACHE = env_bool("LLM_CACHE", True)
 # A reply that fails parsing or the stage's validators is re-asked this many times with the findings.
 LLM_REPAIR_ATTEMPTS = env_int("LLM_REPAIR_ATTEMPTS", 2, minimum=0)
+# An item whose repairs are spent starts this many times more from a fresh conversation before it is discarded.
+LLM_RESAMPLES = env_int("LLM_RESAMPLES", 1, minimum=0)
+# ...at this temperature at least (at 0 most endpoints would give the same reply again).
+LLM_RESAMPLE_TEMPERATURE = env_float("LLM_RESAMPLE_TEMPERATURE", 0.7, minimum=0.0)
 # An unfinished job with no progress for this long is marked failed by the watchdog.
 JOB_STALL_MINUTES = env_int("JOB_STALL_MINUTES", 30, minimum=1)
+# Every worker process looks for dead workers' items (and stalled jobs) this often; 0 turns it off.
+JOB_RECOVERY_SECONDS = env_int("JOB_RECOVERY_SECONDS", 20, minimum=0)
 # Closed loop (#15): attempts per uncovered edge; idle gaps longer than this are not annotator time.
 GAP_FILL_RETRY_LIMIT = env_int("GAP_FILL_RETRY_LIMIT", 3, minimum=1)
 CURATION_IDLE_MINUTES = env_float("CURATION_IDLE_MINUTES", 10.0, minimum=0.1)

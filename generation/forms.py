@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 from django import forms
 from django.conf import settings
@@ -36,6 +37,18 @@ class JobForm(forms.Form):
     cache = forms.BooleanField(
         required=False, initial=True, label="Use the response cache",
         help_text="Reuse validated replies to identical prompts; untick to call the endpoint for everything.")
+    cost_limit = forms.DecimalField(
+        required=False, min_value=Decimal("0.01"), max_value=Decimal(BOUNDS["cost_limit"][1]), decimal_places=2,
+        label="Cost limit (USD)",
+        help_text="Optional. Reaching it stops the job: failed with that reason, everything made so far kept.")
+    api_chains = forms.IntegerField(
+        required=False, min_value=1, max_value=200, label="API chains",
+        help_text="Optional: seed the procedures from this many chains of connected APIs (ToolDial-style), "
+                  "one chain per procedure in turn.")
+    chain_length = forms.IntegerField(min_value=2, max_value=4, initial=2, required=False, label="APIs per chain")
+    chain_apis_file = forms.FileField(
+        required=False, label="APIs to chain",
+        help_text="Optional JSON file of APIs (any shape the API graph page reads); default: every API in the database.")
     batch = forms.BooleanField(
         required=False, initial=False, label="Batch mode (Batch API, half the price)",
         help_text="Send the LLM stages through the endpoint's Batch API: half the price, results within its "
@@ -77,6 +90,17 @@ class JobForm(forms.Form):
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise forms.ValidationError(f"The file is not JSON: {exc}") from None
 
+    def clean_chain_apis_file(self):
+        f = self.cleaned_data.get("chain_apis_file")
+        if not f:
+            return None
+        if f.size > MAX_IMPORT_BYTES:
+            raise forms.ValidationError("The file is larger than 20 MB.")
+        try:
+            return json.loads(f.read().decode("utf-8-sig"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise forms.ValidationError(f"The file is not JSON: {exc}") from None
+
     def clean_seed_intents(self):
         text = self.cleaned_data.get("seed_intents", "").strip()
         if not text:
@@ -94,6 +118,8 @@ class JobForm(forms.Form):
     def clean(self):
         data = super().clean()
         sources = [bool(data.get(k)) for k in ("intents", "seed_intents", "import_file", "existing")]
+        if data.get("chain_apis_file") is not None and not data.get("api_chains"):
+            self.add_error("api_chains", "Give the number of chains to use the API file.")
         if sum(sources) != 1:
             raise forms.ValidationError("Give exactly one of: a number of intents, your own intents, an import file, "
                                         "or imported items.")
@@ -108,6 +134,12 @@ class JobForm(forms.Form):
         config["temperatures"] = {s: d[f"temperature_{s}"] for s in LLM_STAGES
                                   if d.get(f"temperature_{s}") is not None}
         config["cache"] = bool(d.get("cache"))
+        if d.get("api_chains"):
+            config["api_chains"] = {"count": d["api_chains"], "length": d.get("chain_length") or 2}
+            if d.get("chain_apis_file") is not None:
+                config["api_chains"]["apis"] = d["chain_apis_file"]
+        if d.get("cost_limit") is not None:
+            config["cost_limit"] = float(d["cost_limit"])
         config["batch"] = bool(d.get("batch"))
         return {"config": config, "name": d.get("name", ""),
                 "import_data": d.get("seed_intents") or d.get("import_file"), "existing": d.get("existing") or None}

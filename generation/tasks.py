@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 from celery import current_app, shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_ready, worker_shutdown
+from django.conf import settings
 from django.db import OperationalError
 
 from generation import services
@@ -135,6 +137,46 @@ def jobs_watchdog_task() -> None:
     services.jobs_watchdog()
 
 
+def recovery_round() -> None:
+    """One round of what the recovery thread does: mark dead workers' calls lost, re-send what they
+    held, fail stalled jobs. Each step is idempotent; any error is logged and the next round retries."""
+    from django.db import close_old_connections
+
+    close_old_connections()
+    try:
+        services.jobs_recover()
+        services.jobs_watchdog()
+    except Exception:  # noqa: BLE001 - a database hiccup must not end the thread
+        logger.exception("periodic job recovery failed; retrying in %s s", settings.JOB_RECOVERY_SECONDS)
+    finally:
+        close_old_connections()
+
+
+class RecoveryThread(threading.Thread):
+    """Runs `recovery_round` every JOB_RECOVERY_SECONDS in every live worker process.
+
+    Start-up recovery alone left a job stalled when a worker was SIGKILLed while another lived on
+    (nobody started, so nobody looked): now a surviving worker takes the dead one's items within
+    a round (its claims, its in-flight calls, the messages it had reserved). It runs in the
+    worker's main process, outside the task pool, so a pool busy with long items delays it not.
+    """
+
+    def __init__(self, interval: float) -> None:
+        super().__init__(name="job-recovery", daemon=True)
+        self.interval = interval
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            recovery_round()
+        from django.db import connection
+
+        connection.close()
+
+
+_recovery: RecoveryThread | None = None
+
+
 @shared_task(name="generation.batches_poll", **DB_RETRY)
 def batches_poll_task() -> None:
     """Batch mode: submit waiting requests, read finished batches, run their items again.
@@ -154,6 +196,16 @@ def batches_poll_task() -> None:
 
 @worker_ready.connect
 def _recover_on_start(sender=None, **_: object) -> None:
+    global _recovery
     jobs_recover_task.delay()
     jobs_watchdog_task.delay()
     batches_poll_task.delay()  # batch mode: batches left open by a stopped worker are read again
+    if _recovery is None and settings.JOB_RECOVERY_SECONDS > 0:
+        _recovery = RecoveryThread(settings.JOB_RECOVERY_SECONDS)
+        _recovery.start()
+
+
+@worker_shutdown.connect
+def _stop_recovery(sender=None, **_: object) -> None:
+    if _recovery is not None:
+        _recovery.stopped.set()

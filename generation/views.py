@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from almita_web.roles import ADMIN, role_required
 from generation import llm, loop_views, services
-from generation.forms import CancelForm, JobForm
+from generation.forms import LLM_STAGES, CancelForm, JobForm
 from generation.rates import job_rates
 from generation.models import (
     Api, Conversation, ConversationGraph, Discard, Flowgraph, GenerationJob, IllegalTransition, Intent, LLMBatch, LLMCall,
@@ -42,8 +42,9 @@ def _jobs_context() -> dict:
 @role_required(ADMIN)
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
+    estimate, message = _estimate_from_query({"intents": JobForm.base_fields["intents"].initial})
     return render(request, "generation/dashboard.html", {
-        "form": JobForm(), "endpoint": llm.endpoint_configured(),
+        "form": JobForm(), "endpoint": llm.endpoint_configured(), "estimate": estimate, "estimate_message": message,
         "no_endpoint_message": llm.NO_ENDPOINT_MESSAGE, **_jobs_context(),
     })
 
@@ -52,6 +53,37 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @require_GET
 def jobs_fragment(request: HttpRequest) -> HttpResponse:
     return render(request, "generation/_jobs.html", _jobs_context())
+
+
+def _estimate_from_query(query) -> tuple[dict | None, str]:
+    """(estimate, message) for the launch form's current values (GET parameters), never raising."""
+    from generation.services.estimate import job_estimate
+
+    config = {k: query.get(k) for k in ("procedures_per_intent", "paths", "conversation_graph", "conversations")
+              if query.get(k)}
+    config["models"] = {s: query[f"model_{s}"] for s in LLM_STAGES if query.get(f"model_{s}")}
+    inputs = None
+    existing = query.get("existing") or ""
+    try:
+        intents = int(query.get("intents") or 0) or int(query.get("seed_lines") or 0)
+        if intents:
+            config["intents"] = intents
+        elif existing in services.EXISTING_LEVELS:
+            config["start"] = services.EXISTING_LEVELS[existing][0]
+            inputs = services.existing_imports(existing).count()
+        else:
+            return None, "Give a number of intents (or choose what to start from) to see an estimate."
+        cfg = services.job_config_normalise(config)
+    except (ValueError, services.JobConfigError) as exc:
+        return None, f"No estimate: {exc}"
+    return job_estimate(cfg, inputs), ""
+
+
+@role_required(ADMIN)
+@require_GET
+def job_estimate_fragment(request: HttpRequest) -> HttpResponse:
+    estimate, message = _estimate_from_query(request.GET)
+    return render(request, "generation/_estimate.html", {"estimate": estimate, "message": message})
 
 
 @role_required(ADMIN)
@@ -67,8 +99,10 @@ def job_launch(request: HttpRequest) -> HttpResponse:
             # Tagged: the job page drops it once the job has finished (it would still say "queued").
             messages.success(request, f"{job} queued.", extra_tags="job-queued")
             return redirect("generation:job", job_id=job.pk)
+    estimate, message = _estimate_from_query(request.POST)
     return render(request, "generation/dashboard.html", {
         "form": form, "endpoint": llm.endpoint_configured(), "no_endpoint_message": llm.NO_ENDPOINT_MESSAGE,
+        "estimate": estimate, "estimate_message": message,
         **_jobs_context(),
     }, status=400)
 
@@ -96,7 +130,8 @@ def _job_context(job: GenerationJob) -> dict:
     return {"job": job, "funnel": funnel, "counts": services.job_artifact_counts(job), "rates": job_rates(job),
             "totals": {k: sum(r[k] for r in funnel) for k in ("calls", "prompt_tokens", "completion_tokens",
                                                                "errors", "retried", "cached", "invalid",
-                                                               "lost", "in_flight", "estimated", "repaired")}}
+                                                               "lost", "in_flight", "estimated", "repaired",
+                                                               "resampled")}}
 
 
 @role_required(ADMIN)
@@ -111,14 +146,26 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     reasons = (Discard.objects.filter(job=job).values("stage", "reason").annotate(n=Count("id"))
                .order_by("stage", "-n"))
     calls = Paginator(LLMCall.objects.filter(job=job).order_by("-id").only(
-        "id", "stage", "key", "attempt", "model", "template", "template_version", "outcome", "latency_ms", "output_form",
-        "batch_id",
+        "id", "stage", "key", "attempt", "repair", "resample", "rules", "model", "template", "template_version",
+        "outcome", "latency_ms", "output_form", "batch_id",
         "prompt_tokens", "completion_tokens", "cost_usd", "error", "created_at"), 50).get_page(request.GET.get("page"))
     return render(request, "generation/job.html", {
-        **_job_context(job), **loop_views.job_loop_context(job), "reasons": [{**r, "examples": examples.get((r["stage"], r["reason"]), [])} for r in reasons],
+        **_job_context(job), "chains": _procedure_chains(job), **loop_views.job_loop_context(job), "reasons": [{**r, "examples": examples.get((r["stage"], r["reason"]), [])} for r in reasons],
         "calls": calls, "stage_kinds": STAGE_KIND,
         "batches": list(LLMBatch.objects.filter(job=job).order_by("id")) if job.config.get("batch") else None,
     })
+
+
+CHAINS_SHOWN = 200
+
+
+def _procedure_chains(job: GenerationJob) -> list[dict]:
+    """Each procedure of a multi-API job with the API chain it was written around (#32 item 8)."""
+    if not (job.config or {}).get("api_chains"):
+        return []
+    rows = Procedure.objects.filter(job=job).order_by("id").only("id", "title", "api_chain")[:CHAINS_SHOWN]
+    return [{"procedure": p, "apis": [a.get("name", "") for a in p.api_chain.get("apis", [])],
+             "links": p.api_chain.get("links", [])} for p in rows if p.api_chain]
 
 
 @role_required(ADMIN)

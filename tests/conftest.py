@@ -91,17 +91,21 @@ def database_url_for_subprocess() -> str:
 
 
 class WorkerProcess:
-    def __init__(self, env: dict[str, str], log_path: Path, concurrency: int = 4) -> None:
+    def __init__(self, env: dict[str, str], log_path: Path, concurrency: int = 4,
+                 queues: str = "celery,webhooks", name: str = "celery") -> None:
         self.env = env
+        self.name = name
         self.log_path = log_path
         self.concurrency = concurrency
+        self.queues = queues  # both by default; scripts/run.sh gives webhooks their own process
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "WorkerProcess":
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "almita_web", "worker", "--loglevel=INFO",
-             "--pool=threads", f"--concurrency={self.concurrency}", "--without-gossip",
+             "--pool=threads", f"--concurrency={self.concurrency}", "-Q", self.queues, "-n", f"{self.name}@%h",
+             "--without-gossip",
              "--without-mingle", "--without-heartbeat"],
             cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
         )
@@ -121,22 +125,49 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
 
+    def wait_ready(self, timeout: float = 60.0) -> "WorkerProcess":
+        """Until the worker logged that it is ready (it then answers pings and takes tasks)."""
+        wait_for(lambda: " ready." in self.log() or (self.proc and self.proc.poll() is not None), timeout=timeout,
+                 interval=0.1, message="the worker to be ready")
+        assert self.proc and self.proc.poll() is None, self.log()[-3000:]
+        return self
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def _purge_queues() -> None:
+    """Drop messages earlier tests of this session left on the broker (their rows were flushed, so a
+    worker would fail on them: e.g. evaluate_lane for a run that no longer exists)."""
+    from almita_web.celery import app
+
+    try:
+        with app.connection_for_write() as conn:
+            channel = conn.default_channel
+            for queue in (app.conf.task_default_queue, settings.WEBHOOK_QUEUE):
+                try:
+                    channel.queue_purge(queue)
+                except Exception:  # noqa: BLE001 - a queue never declared has nothing to purge
+                    pass
+    except Exception:  # noqa: BLE001 - no broker reachable: the worker will say so itself
+        pass
 
 
 @pytest.fixture
 def celery_worker_factory(transactional_db, tmp_path):
     """Start real `celery worker` processes on the configured broker and the test database."""
     workers: list[WorkerProcess] = []
+    _purge_queues()
 
-    def factory(extra_env: dict[str, str] | None = None, concurrency: int = 4) -> WorkerProcess:
+    def factory(extra_env: dict[str, str] | None = None, concurrency: int = 4,
+                queues: str = "celery,webhooks") -> WorkerProcess:
         env = dict(os.environ)
         env["DATABASE_URL"] = database_url_for_subprocess()
         env["ALMITA_VAR_DIR"] = str(settings.VAR_DIR)
         env.setdefault("CELERY_BROKER_URL", os.environ.get("CELERY_BROKER_URL", "filesystem://"))
         env.update(extra_env or {})
-        worker = WorkerProcess(env, tmp_path / f"worker{len(workers)}.log", concurrency).start()
+        worker = WorkerProcess(env, tmp_path / f"worker{len(workers)}.log", concurrency, queues,
+                               name=f"worker{len(workers)}").start()
         workers.append(worker)
         return worker
 

@@ -93,7 +93,7 @@ def job_may_spend(job: Any) -> None:
     if status not in _SPENDING_STATUSES:
         raise LLMStopped(f"job {job_id} is {status}: no more requests are sent")
     if over_cost_limit(cost, limit):
-        raise LLMStopped(cost_limit_message(limit, cost))
+        raise LLMStopped(cost_limit_message(limit, cost), cost_limit=True)
 
 
 def call_start(job: Any, **fields: Any) -> int:

@@ -27,6 +27,10 @@ class LLMFailed(LLMError):
 class LLMStopped(LLMError):
     """The job the call belongs to stopped (failed, cancelled, its cost limit reached): nothing was sent."""
 
+    def __init__(self, message: str, *, cost_limit: bool = False) -> None:
+        super().__init__(message)
+        self.cost_limit = cost_limit
+
 
 class LLMDeferred(LLMError):
     """Batch mode: the request waits for its batch; the item runs again once the reply is in."""

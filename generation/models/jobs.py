@@ -148,6 +148,8 @@ class StageProgress(models.Model):
     imported = models.PositiveIntegerField(default=0)
     # Units that passed only after a repair turn (the reply first failed parsing or validation).
     repaired = models.PositiveIntegerField(default=0)
+    # Units that passed only in a fresh conversation started after the repairs were spent (llm.repair.ask).
+    resampled = models.PositiveIntegerField(default=0)
     # Shortfalls that are not discards, by reason: {"fewer_distinct_paths": n, "duplicate_test": n}.
     notes = models.JSONField(default=dict, blank=True)
     items = models.JSONField(default=dict, blank=True)

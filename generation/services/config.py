@@ -41,6 +41,7 @@ BOUNDS: dict[str, tuple[int | float, int | float]] = {
     "paths": (1, 100),
     "noise": (0.0, 1.0),
     "seed": (0, SEED_MAX),
+    "cost_limit": (0.01, 1_000_000.0),
 }
 TEMPERATURE_MAX = 2.0
 LLM_STAGE_NAMES = ("intents", "procedures", "apis", "flowgraph", "conversation_graph", "conversations")
@@ -76,6 +77,8 @@ def job_config_normalise(config: dict[str, Any]) -> dict[str, Any]:
     for name in ("intents", "procedures_per_intent", "paths", "seed"):
         cfg[name] = _number(name, cfg[name], int)
     cfg["noise"] = _number("noise", cfg["noise"], float)
+    if cfg.get("cost_limit") is not None:  # dollars; reaching it fails the job and keeps what was made
+        cfg["cost_limit"] = round(_number("cost_limit", cfg["cost_limit"], float), 4)
     temps = cfg.get("temperatures") or {}
     if not isinstance(temps, dict) or any(k not in LLM_STAGE_NAMES for k in temps):
         raise JobConfigError(f"temperatures must map stages ({', '.join(LLM_STAGE_NAMES)}) to numbers")

@@ -67,9 +67,9 @@ def _mark_done(job: GenerationJob, stage: str, key: str, result: ItemResult) -> 
     item's writes, and with 16 items finishing at once it was where an LLM stage lost its time.
     """
     table = StageProgress._meta.db_table
-    counts = [result.generated, result.passed, result.discarded, result.failed, result.repaired]
+    counts = [result.generated, result.passed, result.discarded, result.failed, result.repaired, result.resampled]
     setters = ("done = done + 1, generated = generated + %s, passed = passed + %s, discarded = discarded + %s, "
-               "failed = failed + %s, repaired = repaired + %s")
+               "failed = failed + %s, repaired = repaired + %s, resampled = resampled + %s")
     notes = sorted(result.notes.items())
     if connection.vendor == "postgresql":
         add_notes = "".join(" || jsonb_build_object(%s::text, COALESCE((notes->>%s)::int, 0) + %s)" for _ in notes)
@@ -119,6 +119,7 @@ def _commit(job: GenerationJob, stage: str, key: str, result: ItemResult) -> boo
         sp.discarded += result.discarded
         sp.failed += result.failed
         sp.repaired += result.repaired
+        sp.resampled += result.resampled
         for reason, n in result.notes.items():
             sp.notes[reason] = sp.notes.get(reason, 0) + n
         completed = sp.state == StageState.RUNNING and len(sp.items) >= sp.total
@@ -158,9 +159,14 @@ def item_run(*, job_id: int, stage: str, key: str, delivery: str | None = None) 
                 release = True
                 batches_poll_soon()
                 return False
-            if result.outcome != "failed":
+            if result.outcome not in ("failed", "cancelled"):
                 result.outcome = "passed" if result.passed else "discarded"
-        return bool(_commit(job, stage, key, result))
+        done = bool(_commit(job, stage, key, result))
+        if result.stopped:
+            from generation.services.jobs import job_fail  # noqa: PLC0415 - jobs imports this module
+
+            job_fail(job_id=job_id, error=result.stopped)  # the cost limit: stop cleanly, keep what was made
+        return done
     except OperationalError:
         release = True  # the task is retried, maybe by another process: let that delivery claim it
         raise

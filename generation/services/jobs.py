@@ -126,6 +126,11 @@ def job_create(*, config: dict[str, Any], created_by=None, name: str = "", impor
 
         if batches_available(settings.OPENAI_BASE_URL) is False:
             raise JobConfigError("batch mode: the endpoint has no Batch API (/batches); run the job online")
+    if needing:  # what the form showed next to the cost limit, kept with the job
+        from generation.services.estimate import job_estimate
+
+        inputs = len(records) if records else len(cfg["input_ids"][existing]) if existing else None
+        cfg["estimate"] = {k: v for k, v in job_estimate(cfg, inputs).items() if k != "stages"}
     job = GenerationJob.objects.create(name=name[:200], config=cfg, created_by=created_by)
     StageProgress.objects.bulk_create([StageProgress(job=job, stage=s) for s in STAGE_ORDER])
     if records:
@@ -268,28 +273,54 @@ def job_run_inline(*, job: GenerationJob) -> GenerationJob:
     return job
 
 
+class _Recovered:
+    """What this process's recovery already re-sent, so a periodic run does not flood the broker.
+
+    A dead worker's claims stay on the items it finished, so "a worker that claimed an item of the
+    stage is gone" stays true for the rest of the stage: its unclaimed items are re-sent once per
+    dead worker, not on every run. Re-sending because of no progress happens at most once per
+    PLANNING_STALE for each stage.
+    """
+
+    def __init__(self) -> None:
+        self.dead: set[tuple[int, str, str]] = set()  # (job, stage, owner) whose loss was handled
+        self.stale: dict[tuple[int, str], Any] = {}  # (job, stage) → when unclaimed items were last re-sent
+
+
+RECOVERED = _Recovered()
+
+
 def _items_to_resend(job: GenerationJob, sp: StageProgress, *, only_lost: bool, now) -> list[str]:
     """The unfinished items of an open stage whose message may be gone.
 
     An item claimed by a live delivery is being processed: never re-sent. One claimed by a dead
     worker is re-sent. An unclaimed one is either still queued on the broker or was reserved by a
-    worker that died before starting it; with `only_lost` (recovery when a worker starts) it is
-    re-sent only when this stage shows that loss is possible — a worker that claimed any of its
-    items is gone, or no progress for PLANNING_STALE — so a worker joining a healthy job publishes
-    nothing. Re-sending is harmless anyway: a second delivery of an item is a no-op (services/claims.py).
+    worker that died before starting it; with `only_lost` (recovery, run periodically in every
+    worker) it is re-sent only when this stage shows that loss is possible — a worker that claimed
+    any of its items is gone (once per such worker), or no progress for PLANNING_STALE (at most
+    once per PLANNING_STALE) — so a worker joining a healthy job publishes nothing. Re-sending is
+    harmless anyway: a second delivery of an item is a no-op (services/claims.py).
     """
     pending = [k for k in plan(job, sp.stage) if k not in sp.items]
     claims = claims_by_key(job.pk, sp.stage)
     lost = [k for k in pending if k in claims and claim_lost(claims[k], (job.pk, sp.stage, k), now)]
+    unclaimed = [k for k in pending if k not in claims]
+    if not only_lost:
+        return lost + unclaimed
     # A worker on this host that claimed any item of the stage and no longer exists may have taken
     # reserved (never claimed) messages with it.
-    gone = bool(lost) or any(owner_dead(owner) for owner in {row["owner"] for row in claims.values()})
-    unclaimed = [k for k in pending if k not in claims]
-    if only_lost and not gone and unclaimed:
+    dead = {(job.pk, sp.stage, owner) for owner in {row["owner"] for row in claims.values()} if owner_dead(owner)}
+    dead |= {(job.pk, sp.stage, claims[k]["owner"]) for k in lost}
+    newly_dead = dead - RECOVERED.dead
+    RECOVERED.dead |= dead
+    if unclaimed and not newly_dead:
         from generation.services.health import last_progress
 
-        if now - last_progress(job) <= PLANNING_STALE:
+        last = RECOVERED.stale.get((job.pk, sp.stage))
+        if now - last_progress(job) <= PLANNING_STALE or (last is not None and now - last <= PLANNING_STALE):
             unclaimed = []
+        else:
+            RECOVERED.stale[(job.pk, sp.stage)] = now
     return lost + unclaimed
 
 

@@ -60,7 +60,8 @@ def job_funnel(job: GenerationJob) -> list[dict[str, Any]]:
             "completion_tokens": u.get("completion_tokens") or 0, "cost": u.get("cost") or 0,
             "errors": u.get("errors", 0), "retried": u.get("retried", 0), "cached": u.get("cached", 0),
             "invalid": u.get("invalid", 0), "in_flight": u.get("in_flight", 0), "lost": u.get("lost", 0),
-            "estimated": u.get("estimated", 0), "repaired": p.repaired, "notes": dict(p.notes or {}),
+            "estimated": u.get("estimated", 0), "repaired": p.repaired, "resampled": p.resampled,
+            "notes": dict(p.notes or {}),
         })
     return rows
 
@@ -68,18 +69,19 @@ def job_funnel(job: GenerationJob) -> list[dict[str, Any]]:
 def job_counters(job: GenerationJob) -> dict[str, Any]:
     return {r["stage"]: {"generated": r["generated"], "passed": r["passed"], "discarded": r["reasons"],
                          "failed": r["failed"], "imported": r["imported"], "repaired": r["repaired"],
+                         "resampled": r["resampled"],
                          "notes": r["notes"], "lost_in_flight": r["lost"]} for r in job_funnel(job)}
 
 
 def format_funnel(job: GenerationJob) -> str:
     """The funnel as a plain-text table (for `generate --wait`)."""
     rows = job_funnel(job)
-    header = (f"{'stage':<22}{'state':<9}{'generated':>10}{'passed':>8}{'repaired':>9}{'discarded':>10}"
+    header = (f"{'stage':<22}{'state':<9}{'generated':>10}{'passed':>8}{'repaired':>9}{'resampled':>10}{'discarded':>10}"
               f"{'failed':>7}  reasons")
     lines = [header, "-" * len(header)]
     for r in rows:
         reasons = ", ".join(f"{k}={v}" for k, v in sorted({**r["reasons"], **r["notes"]}.items()))
-        lines.append(f"{r['label']:<22}{r['state']:<9}{r['generated']:>10}{r['passed']:>8}{r['repaired']:>9}"
+        lines.append(f"{r['label']:<22}{r['state']:<9}{r['generated']:>10}{r['passed']:>8}{r['repaired']:>9}{r['resampled']:>10}"
                      f"{r['discarded']:>10}{r['failed']:>7}  {reasons}")
     job.refresh_from_db()
     lines.append("")

@@ -62,6 +62,10 @@ def process(job: GenerationJob, key: str) -> ItemResult:
     stage, index, parent = split_key(key)
     try:
         return RUNNERS[stage](Context(job), key, index, parent)
+    except llm.LLMStopped as exc:
+        # The job stopped (cancelled, failed, its cost limit reached) while this item waited: it is
+        # not counted; a reached cost limit is passed on so the job fails with it.
+        return ItemResult(outcome="cancelled", stopped=str(exc) if exc.cost_limit else "")
     except llm.LLMDeferred:
         raise  # batch mode: the item runs again when its batch is back (services/items.py)
     except llm.LLMUnavailable as exc:

@@ -52,6 +52,10 @@ class ItemResult:
     passed: int = 0
     failed: int = 0
     repaired: int = 0
+    # Units that passed only in a fresh conversation started after the repairs were spent.
+    resampled: int = 0
+    # Why the job must stop now (its cost limit was reached): the item is not counted, the job fails.
+    stopped: str = ""
     # Shortfalls that are not discards, by reason (e.g. fewer distinct paths than asked).
     notes: dict[str, int] = field(default_factory=dict)
 
@@ -195,6 +199,8 @@ class Context:
         messages, version = self.with_feedback(messages, template_id)
         if self.config.get("repairs") is not None:  # a job's own repair budget (the paper's: none)
             extra.setdefault("attempts", int(self.config["repairs"]))
+            if not int(self.config["repairs"]):
+                extra.setdefault("resamples", 0)  # the paper discards a failing reply: no fresh conversation either
         return llm.ask(
             messages=messages, check=check, stage=stage, model=(self.config.get("models") or {}).get(stage) or None,
             temperature=self.temperature(stage), response_format=JSON_FORMAT if json_mode else None,
@@ -205,7 +211,8 @@ class Context:
 
     def llm(self, stage: str, template_id: str, key: str, messages: list[dict], json_mode: bool) -> str:
         """One call with no validator and no repair turn, for auxiliary checks (the outcome check, #13)."""
-        return self._ask(stage, template_id, key, messages, json_mode, lambda reply: [], attempts=0).content
+        return self._ask(stage, template_id, key, messages, json_mode, lambda reply: [], attempts=0,
+                         resamples=0).content
 
     def ask(self, stage: str, template_id: str, key: str, messages: list[dict], json_mode: bool,
             interpret: Callable[[str], ItemResult], sample: int = 0) -> ItemResult:
@@ -213,7 +220,8 @@ class Context:
 
         `interpret(reply)` turns a reply into the item's result without side effects; its discards
         are the findings sent back in the repair turn. The result of the last reply is returned,
-        with `repaired` set when it passed only after a repair, and every attempt's reasons in the
+        with `repaired` set when it passed only after a repair (`resampled` when only in a fresh
+        conversation after the repairs were spent), and every attempt's reasons in the
         discard details when it never passed.
         """
         final: dict[str, ItemResult] = {}
@@ -226,6 +234,8 @@ class Context:
         result = final["result"]
         if answer.repaired:
             result.repaired = result.passed
+        if answer.resampled:
+            result.resampled = result.passed
         if answer.history and not answer.passed and len(answer.history) > 1:
             every = answer.history_text()
             for d in result.discards:

@@ -31,3 +31,28 @@
   }
   document.querySelectorAll("[data-poll-url]").forEach(poll);
 })();
+
+// The launch form's cost estimate: re-rendered by the server for the form's current values.
+(function () {
+  "use strict";
+  var box = document.getElementById("job-estimate");
+  if (!box) return;
+  var form = box.closest("form");
+  var timer = null;
+  function refresh() {
+    var params = new URLSearchParams();
+    new FormData(form).forEach(function (value, name) {
+      if (typeof value === "string" && value && name !== "csrfmiddlewaretoken" && name !== "seed_intents") params.append(name, value);
+    });
+    var seeds = form.querySelector("[name=seed_intents]");
+    if (seeds && seeds.value.trim()) {
+      params.set("seed_lines", seeds.value.split("\n").filter(function (l) { return l.trim(); }).length);
+    }
+    fetch(box.getAttribute("data-estimate-url") + "?" + params.toString(), { credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
+      .then(function (html) { box.innerHTML = html; })
+      .catch(function () {});
+  }
+  form.addEventListener("input", function () { window.clearTimeout(timer); timer = window.setTimeout(refresh, 300); });
+  form.addEventListener("change", function () { window.clearTimeout(timer); timer = window.setTimeout(refresh, 100); });
+})();

@@ -63,7 +63,12 @@ def test_make_run_serves_a_logged_in_page_and_stops_on_ctrl_c(tmp_path):
         output = (tmp_path / "run.log").read_text(errors="replace")
         after = output.split(f"is running at http://127.0.0.1:{port}/", 1)[1]
         assert "celery@" not in after and "[tasks]" not in after, after[:2000]
-        assert " ready." in (tmp_path / "var" / "log" / "worker.log").read_text(errors="replace")
+        worker_log = (tmp_path / "var" / "log" / "worker.log").read_text(errors="replace")
+        hooks_log = (tmp_path / "var" / "log" / "webhooks.log").read_text(errors="replace")
+        assert " ready." in worker_log and " ready." in hooks_log
+        # Webhook deliveries have their own worker process; the generation worker does not take them.
+        assert ".> webhooks" in hooks_log and ".> celery" not in hooks_log
+        assert ".> celery" in worker_log and ".> webhooks" not in worker_log
         started = time.monotonic()
         os.killpg(proc.pid, signal.SIGINT)
         try:

@@ -26,11 +26,12 @@ numbers = st.one_of(
     st.text(max_size=12),
     st.booleans(), st.none(),
 )
-FIELDS = ["seed", "paths", "intents", "procedures_per_intent", "noise"]
+FIELDS = ["seed", "paths", "intents", "procedures_per_intent", "noise", "cost_limit"]
+OPTIONAL = {"cost_limit"}  # absent unless given
 
 
 def in_bounds(cfg: dict) -> bool:
-    return all(BOUNDS[k][0] <= cfg[k] <= BOUNDS[k][1] for k in BOUNDS)
+    return all(BOUNDS[k][0] <= cfg[k] <= BOUNDS[k][1] for k in BOUNDS if k not in OPTIONAL or k in cfg)
 
 
 @pytest.fixture
@@ -95,7 +96,8 @@ def test_fuzz_job_api(field, value, client, admin_user, endpoint):
 
 
 @hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(option=st.sampled_from(["--seed", "--paths", "--procedures-per-intent", "--noise", "--intents"]),
+@given(option=st.sampled_from(["--seed", "--paths", "--procedures-per-intent", "--noise", "--intents",
+                               "--cost-limit"]),
        value=st.one_of(st.integers(min_value=-10**25, max_value=10**25).map(str),
                        st.sampled_from([HUGE, "nan", "inf", "-0", "1e9", "abc", "2147483648", "2147483647"])))
 def test_fuzz_generate_command(option, value, endpoint):

@@ -56,3 +56,41 @@ def test_launch_form_and_job_page(browser, live_server, admin_user, settings, fa
     assert "sk-browser-secret" not in page.content()
     shot(page, "generation-job-page.png")
     page.context.close()
+
+
+def test_estimate_follows_the_form_and_the_job_page_shows_chains_resamples_and_rates(  # noqa: F811
+        browser, live_server, admin_user, settings, fake_openai):
+    from tests.fake_openai import with_faults
+    from tests.generation.test_multi_api import CHAIN_APIS
+    from tests.generation.test_resample_cost import first_conversation_stuck
+
+    point_settings_at(settings, fake_openai, LLM_CACHE=False, LLM_BACKOFF_BASE=0.01)
+    stuck = first_conversation_stuck(StageScript(), "flowgraph", Reply(content=BAD_FLOWGRAPH))
+    fake_openai.set_handler(with_faults(stuck, rate=0.2, seed=4, faults=[Reply.rate_limited(0.01)]))
+    config = {**JOB_CONFIG, "intents": 2, "api_chains": {"apis": CHAIN_APIS, "length": 2, "count": 2},
+              "cost_limit": 50}
+    job = services.job_run_inline(job=services.job_create(config=config, enqueue=False))
+    assert job.status == "succeeded", job.error
+    assert StageProgress.objects.get(job=job, stage="flowgraph").resampled >= 1
+    assert LLMCall.objects.filter(job=job, status_code=429).exists()
+    connections.close_all()
+
+    page = login(browser, live_server, admin_user.username)
+    page.goto(f"{live_server.url}/generation/")
+    assert "Give a number of intents" in page.inner_text("#job-estimate")
+    page.fill('input[name="intents"]', "20")
+    page.select_option('select[name="conversations"]', "llm")
+    # 2 A.1 calls, 20 x (A.2, A.3, A.4) and 20 x 2 A.6 conversations.
+    page.wait_for_function("document.querySelector('#job-estimate').innerText.includes('about 102 LLM calls')")
+    page.fill('input[name="cost_limit"]', "5")
+    page.click("text=Multi-API seeding")
+    assert page.is_visible('input[name="api_chains"]')
+    shot(page, "generation-launch-estimate.png")
+
+    page.goto(f"{live_server.url}/generation/jobs/{job.pk}/")
+    text = page.inner_text("body")
+    assert "API chains" in text and "find_user_id_by_email → get_user_details" in text
+    assert "Resampled" in text and "of the $50.00 limit" in text
+    assert page.query_selector("svg.rate-chart") is not None and "answered 429" in text
+    shot(page, "generation-job-chains-rates.png")
+    page.context.close()

@@ -184,3 +184,43 @@ def test_recovery_resends_only_what_a_dead_worker_may_have_held(settings, transa
         resend = _items_to_resend(job, sp, only_lost=True, now=timezone.now())
         assert sorted(resend) == sorted([keys[0], *keys[2:]])
         assert fake.request_count == 0
+
+
+@pytest.fixture
+def fresh_recovery(monkeypatch):
+    """The process's memory of what recovery already re-sent, empty for this test."""
+    from generation.services import jobs
+
+    monkeypatch.setattr(jobs, "RECOVERED", jobs._Recovered())
+
+
+def test_periodic_recovery_resends_a_dead_workers_unclaimed_items_once(settings, transactional_db, fresh_recovery):
+    """Recovery runs every JOB_RECOVERY_SECONDS in every worker: what a dead worker may have reserved
+    is re-sent once per dead worker (its claims stay on the items it finished), not on every round;
+    its unfinished claimed item until someone takes it over; no progress re-sends at most once a minute."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from generation.services.jobs import PLANNING_STALE, _items_to_resend
+
+    with FakeOpenAI(conversation_reply) as fake:
+        job, keys = _job_at_conversations(settings, fake)
+        sp = StageProgress.objects.get(job=job, stage="conversations")
+        now = timezone.now()
+        ItemClaim.objects.create(job=job, stage="conversations", key=keys[0], owner=f"{HOST}:{_dead_pid()}",
+                                 delivery="lost")
+        assert sorted(_items_to_resend(job, sp, only_lost=True, now=now)) == sorted([keys[0], *keys[1:]])
+        assert _items_to_resend(job, sp, only_lost=True, now=now) == [keys[0]]  # the next round
+        # Another worker dies holding keys[1]: its item and the unclaimed ones, once more.
+        ItemClaim.objects.create(job=job, stage="conversations", key=keys[1], owner=f"{HOST}:{_dead_pid()}",
+                                 delivery="lost2")
+        assert sorted(_items_to_resend(job, sp, only_lost=True, now=now)) == sorted(keys)
+        assert sorted(_items_to_resend(job, sp, only_lost=True, now=now)) == sorted(keys[:2])
+        # No progress for longer than PLANNING_STALE: the unclaimed ones once, then not before another.
+        later = now + PLANNING_STALE + timedelta(seconds=5)
+        assert sorted(_items_to_resend(job, sp, only_lost=True, now=later)) == sorted(keys)
+        assert sorted(_items_to_resend(job, sp, only_lost=True, now=later + timedelta(seconds=20))) == sorted(keys[:2])
+        much_later = later + PLANNING_STALE + timedelta(seconds=5)
+        assert sorted(_items_to_resend(job, sp, only_lost=True, now=much_later)) == sorted(keys)
+        assert fake.request_count == 0

@@ -45,7 +45,8 @@ def test_walks_as_drawn_with_repeats(settings, fake_openai):
 def test_no_repairs_discards_the_first_failing_reply(settings, fake_openai):
     bad = {"conversations": ["Greet the member, desk 0"]}  # every conversation of the graph breaks a rule
     point_settings_at(settings, fake_openai, LLM_CACHE=False)
-    for repairs, turns in ((0, {0}), (None, {0, 1, 2})):
+    # The paper's configuration asks once; ours repairs twice, then starts one fresh conversation (#32 item 2).
+    for repairs, turns, resamples in ((0, {0}, {0}), (None, {0, 1, 2}, {0, 1})):
         fake_openai.set_handler(StageScript(bad=bad))
         config = {"paths": 2, "conversations": "llm", "cache": False}
         if repairs is not None:
@@ -54,7 +55,8 @@ def test_no_repairs_discards_the_first_failing_reply(settings, fake_openai):
                                                                enqueue=False))
         calls = LLMCall.objects.filter(job=job, stage="conversations")
         assert set(calls.values_list("repair", flat=True)) == turns
-        assert Counter(calls.values_list("outcome", flat=True)) == {"invalid": 2 * len(turns)}
+        assert set(calls.values_list("resample", flat=True)) == resamples
+        assert Counter(calls.values_list("outcome", flat=True)) == {"invalid": 2 * len(turns) * len(resamples)}
 
 
 @pytest.mark.parametrize("config, message", [({"dedup": "no"}, "dedup must be true or false"),

@@ -61,10 +61,13 @@ def test_reply_that_never_passes_is_discarded_with_every_attempt(settings, fake_
     assert job.status == "succeeded"
     d = Discard.objects.get(job=job, stage="procedures")
     assert d.reason == "procedure_too_short"
-    assert "attempt 1" in d.detail and "attempt 3" in d.detail
-    calls = LLMCall.objects.filter(job=job, key=d.key).order_by("repair")
-    assert [(c.repair, c.outcome) for c in calls] == [(0, "invalid"), (1, "invalid"), (2, "invalid")]
+    assert "attempt 1" in d.detail and "attempt 6" in d.detail
+    # Two repair turns, then one fresh conversation (a resample) with its own two repairs.
+    calls = LLMCall.objects.filter(job=job, key=d.key).order_by("id")
+    assert [(c.resample, c.repair, c.outcome) for c in calls] == [
+        (r, t, "invalid") for r in (0, 1) for t in (0, 1, 2)]
     assert all(c.rules == ["procedure_too_short"] for c in calls)
+    assert StageProgress.objects.get(job=job, stage="procedures").resampled == 0
 
 
 @pytest.mark.parametrize("bad", [Reply.wrong_shape(), Reply.truncated_json()], ids=["wrong-shape", "truncated"])
@@ -101,7 +104,8 @@ def test_cache_keeps_only_validated_replies_and_a_rerun_calls_again_for_what_fai
     fake_openai.set_handler(StageScript())
     rerun = run()
     assert funnel(rerun) == expected and rerun.status == "succeeded"
-    assert fake_openai.request_count == garbage.count()
+    assert fake_openai.request_count == garbage.filter(resample=0).count()  # one per item (each was also resampled)
+    assert garbage.filter(resample=1).count() == garbage.filter(resample=0).count()
     assert set(LLMCall.objects.filter(job=rerun, stage="conversations").values_list("outcome", flat=True)) == {"ok"}
     assert set(LLMCall.objects.filter(job=rerun).exclude(stage="conversations")
                .values_list("outcome", flat=True)) == {"cached"}

@@ -49,14 +49,15 @@ def test_sigkilled_worker_calls_in_flight_are_counted(settings, celery_worker_fa
 
 
 def test_rerun_after_faulty_run_calls_again_for_what_failed(settings, celery_worker_factory):
-    """30 % faults incl. broken content, no repair: losses; the rerun on a healthy endpoint makes fresh
+    """30 % faults incl. broken content, no repair and no resample: losses; the rerun on a healthy endpoint makes fresh
     calls only for what failed (nothing broken was cached) and gets the fault-free funnel."""
     faults = [Reply.rate_limited(0.02), Reply.server_error(503), Reply.truncated(), Reply.wrong_shape(),
               Reply.truncated_json()]
     script = StageScript(bad=BAD)
     handler = with_faults(script, rate=0.3, seed=5, faults=faults, max_consecutive=2, per_prompt=True)
     with FakeOpenAI(handler) as fake:
-        env = point_settings_at(settings, fake, LLM_MAX_RETRIES=3, LLM_REPAIR_ATTEMPTS=0, LLM_CACHE=True)
+        env = point_settings_at(settings, fake, LLM_MAX_RETRIES=3, LLM_REPAIR_ATTEMPTS=0, LLM_RESAMPLES=0,
+                                 LLM_CACHE=True)
         worker = celery_worker_factory(extra_env=env)
         faulty = wait_job(services.job_create(config=JOB_CONFIG).pk, worker, 150)
         invalid = LLMCall.objects.filter(job=faulty, outcome="invalid").count()

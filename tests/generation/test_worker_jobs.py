@@ -90,7 +90,8 @@ def test_generate_command_waits_and_prints_the_funnel(settings, celery_worker_fa
     from tests.generation.scripts import import_document
 
     settings.OPENAI_BASE_URL = ""  # imported flowgraphs + offline stages need no endpoint
-    worker = celery_worker_factory(extra_env={"OPENAI_BASE_URL": ""})
+    # Ready first: `--wait` gives up within seconds when no worker answers its ping.
+    worker = celery_worker_factory(extra_env={"OPENAI_BASE_URL": ""}).wait_ready()
     path = tmp_path / "import.json"
     path.write_text(json.dumps(import_document(2)))
     out = StringIO()

@@ -27,6 +27,28 @@ def bounded(kind: type, name: str):
     return parse
 
 
+# `--wait` first asks the workers which queues they consume (the control channel, answered even
+# when every pool thread is busy with a long item): this many tries of this many seconds.
+PING_SECONDS = 2.0
+PING_TRIES = 4
+
+
+def live_worker() -> bool:
+    """True when a worker on the broker answers and consumes the generation (default) queue; a
+    worker of the webhooks queue alone (scripts/run.sh) runs no job."""
+    from almita_web.celery import app
+
+    default = app.conf.task_default_queue
+    for _ in range(PING_TRIES):
+        try:
+            replies = app.control.inspect(timeout=PING_SECONDS).active_queues() or {}
+        except Exception:  # noqa: BLE001 - a broker that cannot be reached has no live worker either
+            return False
+        if any(q.get("name") == default for queues in replies.values() for q in queues or []):
+            return True
+    return False
+
+
 class Command(BaseCommand):
     help = ("Launch a generation job: generate N intents, or start from imported intents, procedures, "
             "APIs or flowgraphs (--from-file). With --wait, print the funnel table when it ends.")
@@ -49,6 +71,14 @@ class Command(BaseCommand):
         parser.add_argument("--conversation-graph", choices=["llm", "deterministic"], default="deterministic")
         parser.add_argument("--conversations", choices=["llm", "offline", "procedure"], default="offline",
                             help="procedure = straight from procedures (A.7 ablation)")
+        parser.add_argument("--cost-limit", type=bounded(float, "cost_limit"), default=None, metavar="USD",
+                            help="stop the job (failed, everything made so far kept) once it has cost this much")
+        parser.add_argument("--api-chains", type=int, default=None, metavar="N",
+                            help="seed procedures from N chains of connected APIs (ToolDial-style; see --chain-length)")
+        parser.add_argument("--chain-length", type=int, default=2, metavar="L", help="APIs per chain, 2 to 4")
+        parser.add_argument("--chain-apis", type=Path, default=None, metavar="FILE",
+                            help="the APIs to chain (JSON, any shape the api_graph command reads); default: every API "
+                                 "in the database")
         parser.add_argument("--name", default="")
         parser.add_argument("--wait", action="store_true", help="wait for the job and print the funnel table")
         parser.add_argument("--inline", action="store_true", help="run in this process instead of the workers")
@@ -67,6 +97,17 @@ class Command(BaseCommand):
             "conversation_graph": opts["conversation_graph"], "conversations": opts["conversations"],
             "cache": not opts["no_cache"], "temperatures": {}, "batch": opts["batch"],
         }
+        if opts["cost_limit"] is not None:
+            config["cost_limit"] = opts["cost_limit"]
+        if opts["api_chains"] is not None:
+            config["api_chains"] = {"count": opts["api_chains"], "length": opts["chain_length"]}
+            if opts["chain_apis"] is not None:
+                try:
+                    config["api_chains"]["apis"] = json.loads(opts["chain_apis"].read_text(encoding="utf-8"))
+                except (OSError, json.JSONDecodeError) as exc:
+                    raise CommandError(f"cannot read {opts['chain_apis']}: {exc}", returncode=2) from None
+        elif opts["chain_apis"] is not None:
+            raise CommandError("--chain-apis needs --api-chains N", returncode=2)
         for item in opts["temperature"]:
             stage, sep, value = item.partition("=")
             if not sep:
@@ -84,6 +125,12 @@ class Command(BaseCommand):
             job = services.job_run_inline(job=job)
         elif not opts["wait"]:
             return
+        elif not live_worker():
+            raise CommandError(
+                f"no Celery worker of generation jobs answered within {PING_SECONDS * PING_TRIES:.0f} s, so nothing "
+                f"runs job {job.pk}: "
+                "start one (celery -A almita_web worker, or make run) and it will pick the job up; "
+                "or run it here with --inline")
         deadline = time.monotonic() + opts["timeout"]
         last = ""
         while not job.is_terminal:

@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('generation', '0008_i32b_structured_batches'),
+        ('generation', '0009_i32r_resampled'),
     ]
 
     operations = [
