@@ -190,10 +190,12 @@ def adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method not in ("GET", "POST"):
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     item = get_object_or_404(ReviewItem, pk=pk)
-    if item.state == ItemState.OPEN:
-        # Reviews of an open item are still blind to everyone but admins.
+    still_open = item.state == ItemState.OPEN
+    if still_open and request.method == "POST":
         messages.error(request, f"{item} is still being reviewed.")
-        return redirect("curation:adjudication")
+        return redirect("curation:adjudicate", pk=pk)
+    # issue #31: an open item's content opens read-only; its verdicts stay blind (reviews_visible_to
+    # gives an adjudicator only their own on an open item, an admin all).
     form = ResolveForm(request.POST or None)
     if request.method == "POST":
         if form.is_valid():
@@ -211,7 +213,8 @@ def adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
         "form": form, "show_names": request.GET.get("names") == "1",
         "reviews": services.reviews_visible_to(request.user).filter(item=item).select_related("annotator").order_by("id"),
         "resolution": getattr(item, "resolution", None),
-        "may_decide": services.may_adjudicate(request.user, item) and not item.excluded,
+        "may_decide": services.may_adjudicate(request.user, item) and not item.excluded and not still_open,
+        "still_open": still_open,
         "effective": describe(item),
         "cascade": services.descendant_statuses(item),
         "history": item.audit.select_related("actor").order_by("at", "id"),

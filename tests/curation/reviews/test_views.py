@@ -162,10 +162,16 @@ def test_adjudicate_by_role(client, world, role):
     assert 'id="cascade"' in page and "excluded" in page
 
 
-def test_open_items_are_not_shown_on_the_adjudication_page(client, world):
+def test_open_items_open_read_only_on_the_adjudication_page(client, world):
+    # Issue #31: an adjudicator may read an item still taking reviews, never decide it or see its verdicts.
     client.login(username="adjudicator", password=PASSWORD)
-    resp = client.get(reverse("curation:adjudicate", args=[world["fg"].pk]))
-    assert resp.status_code == 302
+    url = reverse("curation:adjudicate", args=[world["fg"].pk])
+    resp = client.get(url)
+    page = resp.content.decode()
+    assert resp.status_code == 200 and 'id="still-open"' in page and 'id="resolve-form"' not in page
+    assert "review-box" not in page
+    assert client.post(url, {"decision": "accept", "note": "x"}).status_code == 302
+    assert ReviewItem.objects.get(pk=world["fg"].pk).state == ItemState.OPEN
 
 
 def test_agreement_csv_only_complete_items(client, world):
