@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# Create .venv, install the pinned requirements, and install system packages where missing.
-# Usage: scripts/bootstrap.sh [--test]   (--test also installs Chromium for browser tests)
+# Create .venv, install the locked packages, and install system packages where missing.
+# Usage: scripts/bootstrap.sh [--test]
+#   (no option)  the runtime set, requirements/runtime.lock (make run)
+#   --test       the runtime set and the test group, requirements/test.lock, and Chromium (make test)
+# The lock files pin every package with its hashes (scripts/lock.sh writes them from pyproject.toml).
+# They are installed with uv, itself installed first from requirements/installer.lock: a cold install
+# of the runtime set takes about 2 s with uv against about 22 s with pip, which downloads one file at a
+# time and compiles every module ahead of use (measured from the registry, empty caches).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,10 +52,19 @@ if [ ! -x .venv/bin/python ]; then
   echo ">> creating .venv with $PY ($("$PY" -c 'import sys; print(sys.version.split()[0])'))"
   "$PY" -m venv .venv
 fi
-stamp=.venv/.requirements.sha256
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
+lock=requirements/runtime.lock
+[ "$want_test" = 1 ] && lock=requirements/test.lock
+stamp=".venv/.$(basename "$lock").sha256"
+want=$(sha256sum "$lock" | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo ">> installing requirements.txt"
-  .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+  if ! .venv/bin/uv --version 2>/dev/null | grep -qF "$(sed -n 's/^uv==\([^ ]*\).*/\1/p' requirements/installer.lock)"; then
+    echo ">> installing uv (requirements/installer.lock)"
+    .venv/bin/python -m pip install -q --disable-pip-version-check --require-hashes -r requirements/installer.lock
+  fi
+  echo ">> installing $lock"
+  # Additive (uv pip install, not sync): packages installed on top, such as the ml extra, stay.
+  .venv/bin/uv pip install -q --python .venv/bin/python --require-hashes --only-binary :all: -r "$lock"
   echo "$want" > "$stamp"
+  # The test set contains the runtime set at the same versions (tests/foundation/test_lock.py).
+  if [ "$want_test" = 1 ]; then sha256sum requirements/runtime.lock | cut -d' ' -f1 > .venv/.runtime.lock.sha256; fi
 fi
