@@ -9,7 +9,7 @@
 # Stopping: the server and the worker each run in a session of their own (setsid), so a Ctrl-C
 # reaches only this script, which then stops them: TERM to the server's process group (granian and
 # its worker processes), QUIT (cold shutdown) to the worker's, and KILL to whatever of either group
-# is left after STOP_GRACE seconds (default 1.5). Every process is gone well within 3 s, under load
+# is left after STOP_GRACE seconds (default 1). Every process is gone well within 3 s, under load
 # too, and the script exits 0 (tests/foundation/test_run_command.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +23,7 @@ VAR="${ALMITA_VAR_DIR:-var}"
 LOG_DIR="$VAR/log"
 mkdir -p "$LOG_DIR"
 WORKER_LOG="$LOG_DIR/worker.log"
-STOP_GRACE_US=$(awk -v s="${STOP_GRACE:-1.5}" 'BEGIN { printf "%d", s * 1000000 }')
+STOP_GRACE_US=$(awk -v s="${STOP_GRACE:-1}" 'BEGIN { printf "%d", s * 1000000 }')
 
 # With DEBUG off Django needs a SECRET_KEY: a local one is made once and kept in $VAR/secret_key
 # (readable by you only; var/ is not in git). A SECRET_KEY in the environment wins.
@@ -47,6 +47,8 @@ stop() {
   [ "$stopping" = 1 ] && return 0
   stopping=1
   trap '' INT TERM HUP  # a second Ctrl-C does not cut the stop short
+  local started
+  started=$(now_us)
   echo; echo ">> stopping web server and worker"
   if [ -n "$worker" ]; then kill -QUIT -- "-$worker" 2>/dev/null || true; fi
   if [ -n "$web" ]; then kill -TERM -- "-$web" 2>/dev/null || true; fi
@@ -59,12 +61,12 @@ stop() {
   done
   for pid in $worker $web; do
     if group_alive "$pid"; then
-      echo "!! process group $pid did not stop within ${STOP_GRACE:-1.5} s: killed" >&2
+      echo ">> process group $pid still running after ${STOP_GRACE:-1} s: killed"
       kill -KILL -- "-$pid" 2>/dev/null || true
     fi
   done
   wait 2>/dev/null || true
-  echo ">> stopped"
+  echo ">> stopped in $(awk -v us=$(( $(now_us) - started )) 'BEGIN { printf "%.2f", us / 1e6 }') s"
 }
 on_signal() { interrupted=1; stop; exit 0; }
 trap on_signal INT TERM HUP
