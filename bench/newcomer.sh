@@ -27,11 +27,14 @@ cd "$work/almita"
 echo ">> fresh clone of $(git -C "$repo" rev-parse --short HEAD) in $work/almita; port $port"
 
 start=$(now)
-# setsid: make run gets a process group of its own, which the Ctrl-C below goes to.
+# make run gets a session and process group of its own, which the Ctrl-C below goes to, with SIGINT
+# and SIGQUIT back to their defaults (a script's background job starts with both ignored).
 env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u DEBUG -u SECRET_KEY -u DATABASE_URL \
   -u CELERY_BROKER_URL -u ALMITA_VAR_DIR -u DJANGO_SETTINGS_MODULE \
   PIP_CONFIG_FILE=/dev/null PIP_NO_CACHE_DIR=1 UV_CACHE_DIR="$work/uv-cache" PORT="$port" \
-  setsid make run >"$work/run.log" 2>&1 </dev/null &
+  python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL); signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+os.setsid(); os.execvp("make", ["make", "run"])' >"$work/run.log" 2>&1 </dev/null &
 run_pid=$!
 first=""
 for _ in $(seq 1 1800); do
@@ -49,7 +52,7 @@ stop_start=$(now)
 kill -INT -- "-$run_pid"
 for _ in $(seq 1 300); do kill -0 "$run_pid" 2>/dev/null || break; sleep 0.05; done
 stopped=$(since "$stop_start")
-wait "$run_pid" 2>/dev/null || true
+kill -0 "$run_pid" 2>/dev/null && { echo "!! make run still running 15 s after Ctrl-C" >&2; tail -20 "$work/run.log" >&2; }
 left=$(pgrep -g "$run_pid" | wc -l || true)
 
 echo

@@ -73,8 +73,9 @@ trap on_signal INT TERM HUP
 trap stop EXIT
 
 $PY manage.py migrate --noinput >/dev/null
-$PY manage.py load_demo
 
+# The worker and the server start while the demo data loads (a cold start is mostly imports on
+# two cores: bench/newcomer.sh); the banner still waits for all three.
 : > "$WORKER_LOG"
 setsid .venv/bin/celery -A almita_web worker --loglevel=INFO --pool=threads --concurrency=8 \
   --without-gossip --without-mingle >>"$WORKER_LOG" 2>&1 </dev/null &
@@ -83,6 +84,7 @@ worker=$!
 WEB_BIND="$HOST:$PORT" WEB_WORKERS="${WEB_WORKERS:-2}" WEB_ACCESS_LOG="${WEB_ACCESS_LOG:-1}" \
   setsid $PY -m almita_web.serve </dev/null &
 web=$!
+$PY manage.py load_demo
 
 # Wait (interruptibly) for "celery@… ready." and for the web server to answer.
 ready=0
