@@ -47,6 +47,12 @@ for _ in $(seq 1 1800); do
 done
 [ -n "$first" ] || { echo "!! no page within 180 s" >&2; tail -30 "$work/run.log" >&2; exit 1; }
 
+banner=""
+for _ in $(seq 1 1800); do
+  if grep -q "is running at" "$work/run.log"; then banner=$(since "$start"); break; fi
+  kill -0 "$run_pid" 2>/dev/null || break
+  sleep 0.1
+done
 installed=$(grep -c '^>> installing' "$work/run.log" || true)
 stop_start=$(now)
 kill -INT -- "-$run_pid"
@@ -57,6 +63,7 @@ left=$(pgrep -g "$run_pid" | wc -l || true)
 
 echo
 echo "newcomer: cold make run, fresh clone -> first HTTP 200 of /login/: $first s (target <= 30 s)"
+echo "          banner (worker ready, demo loaded, logins printed): ${banner:-never} s"
 echo "          install steps: $installed ($(grep '^>> installing' "$work/run.log" | sed 's/^>> installing //' | paste -sd, -))"
 echo "          Ctrl-C -> make run ended: $stopped s; $(grep -o 'stopped in [0-9.]* s' "$work/run.log" || echo 'no stop line') (run.sh's own measure); processes left in its group: $left"
 echo "          load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
