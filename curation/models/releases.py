@@ -26,6 +26,9 @@ class Release(models.Model):
     content_hash = models.CharField(max_length=64)
     manifest = models.JSONField(default=dict)
     card = models.TextField(blank=True)
+    # The fidelity audit of the frozen tests (curation.releases.audit), and for an automatic
+    # release how many tests failing it were left out.
+    audit = models.JSONField(default=dict, blank=True)
     licence = models.CharField(max_length=100, default="CC-BY-4.0")
     # How the rows are stored (curation.release_rows): 1, every ReleaseTest row self-contained
     # (releases made before format 2, and rows built by hand); 2, release_create's slim rows that

@@ -17,9 +17,10 @@ from almita_web.rows import fetch_joined, select_columns
 from curation.models import ReviewItem, ReviewStage
 from generation.models import Conversation, ConversationGraph, Flowgraph, Intent, Procedure, SampledPath
 
-# A stored drawing is current when this mark (the node map) is in its first characters
-# (curation.reviews.present._drawn says the same in Python).
-DRAWN_MARK = "data-nodes="
+# A stored drawing is current when this mark (the layout direction, written before the node map)
+# is in its first characters (curation.reviews.present._drawn says the same in Python). Drawings
+# from before the direction was chosen by the graph's shape lack it and are drawn again once.
+DRAWN_MARK = "data-layout="
 DRAWN_WITHIN = 400
 
 _SQL: dict = {}

@@ -30,7 +30,7 @@ from curation.reviews.lineage import artifact_for
 from generation.models import Api, ConversationGraph, Flowgraph, Procedure
 from generation.pipeline import graphviz_lib
 from generation.pipeline.formats import GraphFormatError, graph_from_json
-from generation.pipeline.render import GraphvizMissing, scope_svg_ids, to_svg
+from generation.pipeline.render import GraphvizMissing, scope_svg_ids, to_svg_readable
 
 
 def _render(data: dict, highlight: list | None = None) -> tuple[str, str]:
@@ -38,12 +38,14 @@ def _render(data: dict, highlight: list | None = None) -> tuple[str, str]:
 
     The root element carries ``data-nodes``: the node ids in the renderer's order (Graphviz names
     node i ``n<i>``), so the page script maps a drawn node back to its id; escaped as an attribute.
+    ``data-layout`` says which direction the graph's shape chose (``to_svg_readable``); it comes
+    first, and is the mark of a current drawing (``artifacts.DRAWN_MARK``).
     """
     try:
         g = graph_from_json(data)
-        svg = to_svg(g, highlight_path=highlight)
+        svg, rankdir = to_svg_readable(g, highlight_path=highlight)
         names = escape(json.dumps([str(n) for n in g.nodes]))
-        return svg.replace("<svg", f'<svg data-nodes="{names}"', 1), ""
+        return svg.replace("<svg", f'<svg data-layout="{rankdir}" data-nodes="{names}"', 1), ""
     except GraphvizMissing as exc:
         return "", str(exc)
     except GraphFormatError as exc:
@@ -155,7 +157,7 @@ def highlighted_svg(cg: ConversationGraph, path_nodes: list, conversation_id: in
     # The cache outlives the database (a file cache shared by all processes): the row's creation
     # time and the path itself are in the key, so a reused primary key never finds an old drawing.
     path_digest = hashlib.sha256(json.dumps([str(n) for n in path_nodes]).encode()).hexdigest()[:16]
-    key = f"curation:svg2:cg{cg.pk}:{cg.created_at.timestamp():.6f}:cv{conversation_id}:{path_digest}"
+    key = f"curation:svg3:cg{cg.pk}:{cg.created_at.timestamp():.6f}:cv{conversation_id}:{path_digest}"
     svg = cache.get(key)
     if svg is None:
         svg, error = _render(cg.data, highlight=list(path_nodes))
@@ -236,7 +238,7 @@ def item_context(item: ReviewItem) -> dict[str, Any]:
             cg = artifact.path.conversation_graph
             cg_data, path_nodes = cg.data, list(artifact.path.node_ids)
             ctx["path"] = artifact.path
-            ctx["graphs"].append({"title": "Conversation graph, this conversation's path highlighted",
+            ctx["graphs"].append({"title": "Conversation graph · this path highlighted",
                                   **highlighted_svg(cg, artifact.path.node_ids, artifact.pk), "flaggable": True})
         ctx["turns"] = _turns(artifact.messages or [], cg_data, path_nodes)
         labelled = turns_with_actions(artifact.messages or [], artifact.turn_actions)  # #17: ToolDial actions
