@@ -64,6 +64,7 @@ left=$(pgrep -g "$run_pid" | wc -l || true)
 echo
 echo "newcomer: cold make run, fresh clone -> first HTTP 200 of /login/: $first s (target <= 30 s)"
 echo "          banner (worker ready, demo loaded, logins printed): ${banner:-never} s"
+echo "          $(grep -o 'installed requirements/[a-z]*.lock in [0-9.]* s' "$work/run.log" || echo 'no install line')"
 echo "          install steps: $installed ($(grep '^>> installing' "$work/run.log" | sed 's/^>> installing //' | paste -sd, -))"
 echo "          Ctrl-C -> make run ended: $stopped s; $(grep -o 'stopped in [0-9.]* s' "$work/run.log" || echo 'no stop line') (run.sh's own measure); processes left in its group: $left"
 echo "          load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"

@@ -71,9 +71,11 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     fi
   fi
   echo ">> installing $lock"
+  t0=${EPOCHREALTIME/./}
   # Additive (uv pip install, not sync): packages installed on top, such as the ml extra, stay.
   .venv/bin/uv pip install -q --python .venv/bin/python --require-hashes --only-binary :all: -r "$lock"
   echo "$want" > "$stamp"
+  echo ">> installed $lock in $(awk -v us=$(( ${EPOCHREALTIME/./} - t0 )) 'BEGIN { printf "%.1f", us / 1e6 }') s"
   # The test set contains the runtime set at the same versions (tests/foundation/test_lock.py).
   if [ "$want_test" = 1 ]; then sha256sum requirements/runtime.lock | cut -d' ' -f1 > .venv/.runtime.lock.sha256; fi
 fi
