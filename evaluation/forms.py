@@ -47,7 +47,7 @@ class SimilarityForm(forms.Form):
     def clean_similarity(self) -> str:
         value = self.cleaned_data["similarity"]
         if value == S.BERTSCORE and not S.bertscore_available():
-            raise forms.ValidationError("BERTScore needs the ML extra (pip install -r requirements-ml.txt).")
+            raise forms.ValidationError("BERTScore needs the ML extra (requirements/ml.lock, see the README).")
         return value
 
 
