@@ -22,5 +22,5 @@ class ModelBackend(_ModelBackend):
         except (ValidationError, TypeError, ValueError):
             return None
         meta = user_model._meta
-        user = fetch_one(user_model, f"SELECT * FROM {meta.db_table} WHERE {meta.pk.column} = %s", [pk], prepared=True)
+        user = fetch_one(user_model, f"SELECT * FROM {meta.db_table} WHERE {meta.pk.column} = %s", [pk])
         return user if user is not None and self.user_can_authenticate(user) else None

@@ -15,7 +15,6 @@ from django.db import connection
 from django.db.models import Model
 from django.db.models.base import DEFERRED
 
-from almita_web import prepared as prepared_sql
 
 M = TypeVar("M", bound=Model)
 
@@ -40,10 +39,7 @@ def _plan(model: type[Model], names: tuple[str, ...]):
 def _run(sql: str, params, prepared: bool) -> tuple[list, list[str]]:
     """The rows of `sql` and its column names (no names without rows)."""
     with connection.cursor() as cursor:
-        if prepared:
-            prepared_sql.execute(cursor, sql, params)
-        else:
-            cursor.execute(sql, params)
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
         return rows, ([col[0] for col in cursor.description] if rows else [])
 
@@ -69,10 +65,7 @@ def _instance(model: type[M], plan, row, names=(), deferred_if_null=frozenset())
 
 
 def fetch(model: type[M], sql: str, params: list[Any] | tuple = (), *, prepared: bool = False) -> list[M]:
-    """Run `sql` (selecting columns of `model`'s table) and return the rows as model instances.
-
-    ``prepared``: a statement whose best plan does not depend on its parameters, run as a
-    prepared statement on Postgres (almita_web/prepared.py)."""
+    """Run `sql` (selecting columns of `model`'s table) and return the rows as model instances."""
     rows, names = _run(sql, params, prepared)
     if not rows:
         return []

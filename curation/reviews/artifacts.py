@@ -73,7 +73,7 @@ def artifact_for(item: ReviewItem) -> models.Model | None:
     """The item's artifact with the rows its page shows attached (procedure with intent; the
     graphs above a conversation graph or conversation), read in one statement."""
     sql, parts = _chain(item.stage)
-    found = fetch_joined(parts, sql, [item.object_id], prepared=True, deferred_if_null=frozenset({"data"}))
+    found = fetch_joined(parts, sql, [item.object_id], deferred_if_null=frozenset({"data"}))
     if not found:
         return None
     rows = list(found[0])

@@ -21,7 +21,6 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from almita_web.prepared import execute as prepared_execute
 from almita_web.rows import fetch
 from curation.guidance.services import current_guide, human_codes, reason_codes, rule_codes
 from curation.models import ReviewItem, ReviewStage
@@ -106,7 +105,7 @@ def _store(row, svg: str) -> None:
     # statement is atomic by itself: no BEGIN and COMMIT round trips.
     with transaction.atomic() if connection.vendor == "sqlite" else contextlib.nullcontext():
         with connection.cursor() as cursor:
-            prepared_execute(cursor, sql, [svg, row.pk])
+            cursor.execute(sql, [svg, row.pk])
     with _stored_lock:
         if len(_stored_here) >= _STORED_HERE:
             del _stored_here[next(iter(_stored_here))]  # the oldest (dicts keep insertion order)
@@ -195,7 +194,7 @@ def _turns(messages: list, cg_data: dict | None, path_nodes: list) -> list[dict[
 def _apis(procedure: Procedure) -> list[Api]:
     # Plain SQL, like curation.reviews.queue: on every review page, and the ORM spent a millisecond compiling it.
     sql = f"SELECT * FROM {Api._meta.db_table} WHERE procedure_id = %s ORDER BY name, id"
-    return fetch(Api, sql, [procedure.pk], prepared=True)
+    return fetch(Api, sql, [procedure.pk])
 
 
 def turns_with_actions(messages: list, actions: list | None) -> list:

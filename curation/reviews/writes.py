@@ -5,8 +5,7 @@ Through the ORM each ``create``/``save``/``delete`` builds a query and runs its 
 delete collects related objects), a few tenths of a millisecond of Python apiece on the busiest
 request of the product. Here each statement's SQL is made once; values still go through each
 field's own ``get_db_prep_save`` (JSON, datetimes, booleans come out as the ORM would write them),
-so rows are identical to ORM-written ones on SQLite and Postgres. On Postgres each statement is
-prepared once per session (almita_web/prepared.py). No signals are sent: nothing in
+so rows are identical to ORM-written ones on SQLite and Postgres. No signals are sent: nothing in
 the project listens to these models' signals (tests/curation/reviews/test_writes.py checks that).
 """
 from __future__ import annotations
@@ -15,7 +14,6 @@ from typing import Any
 
 from django.db import connection, models
 
-from almita_web.prepared import execute
 
 _sql: dict[tuple, tuple[str, list]] = {}
 
@@ -40,7 +38,7 @@ def insert(model: type[models.Model], **values: Any) -> int:
         built = _sql[key] = (sql, fields)
     sql, fields = built
     with connection.cursor() as cursor:
-        execute(cursor, sql, [f.get_db_prep_save(v, connection) for f, v in zip(fields, values.values())])
+        cursor.execute(sql, [f.get_db_prep_save(v, connection) for f, v in zip(fields, values.values())])
         return cursor.fetchone()[0]
 
 
@@ -55,7 +53,7 @@ def update(model: type[models.Model], pk: int, **values: Any) -> int:
         built = _sql[key] = (sql, fields)
     sql, fields = built
     with connection.cursor() as cursor:
-        execute(cursor, sql, [f.get_db_prep_save(v, connection) for f, v in zip(fields, values.values())] + [pk])
+        cursor.execute(sql, [f.get_db_prep_save(v, connection) for f, v in zip(fields, values.values())] + [pk])
         return cursor.rowcount
 
 
@@ -70,7 +68,7 @@ def delete(model: type[models.Model], **where: Any) -> int:
         built = _sql[key] = (f"DELETE FROM {_qn(model._meta.db_table)} WHERE {cond}", fields)
     sql, fields = built
     with connection.cursor() as cursor:
-        execute(cursor, sql, [f.get_db_prep_value(v, connection) for f, v in zip(fields, where.values())])
+        cursor.execute(sql, [f.get_db_prep_value(v, connection) for f, v in zip(fields, where.values())])
         return cursor.rowcount
 
 
@@ -91,4 +89,4 @@ def upsert_claim(claim_model: type[models.Model], *, item_id: int, annotator_id:
     params = [item_id, annotator_id, f["claimed_at"].get_db_prep_save(claimed_at, connection),
               f["expires_at"].get_db_prep_save(expires_at, connection)]
     with connection.cursor() as cursor:
-        execute(cursor, sql, params)
+        cursor.execute(sql, params)

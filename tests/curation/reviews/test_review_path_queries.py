@@ -168,8 +168,7 @@ def _statement_sent(call) -> tuple[str, list]:
         seen.append((sql, params))
         return run(sql, params, many, ctx)
 
-    with pytest.MonkeyPatch.context() as mp, connection.execute_wrapper(record):
-        mp.setenv("DB_PREPARED_STATEMENTS", "0")
+    with connection.execute_wrapper(record):
         call()
     return seen[-1]
 
