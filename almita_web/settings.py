@@ -93,8 +93,6 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
-# ModelBackend with the per-request user lookup as one plain query (almita_web/auth.py).
-AUTHENTICATION_BACKENDS = ["almita_web.auth.ModelBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

@@ -21,7 +21,6 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from almita_web.rows import fetch
 from curation.guidance.services import current_guide, human_codes, reason_codes, rule_codes
 from curation.models import ReviewItem, ReviewStage
 from curation.reviews.artifacts import DRAWN_MARK, DRAWN_WITHIN, drawn_sql
@@ -192,9 +191,7 @@ def _turns(messages: list, cg_data: dict | None, path_nodes: list) -> list[dict[
 
 
 def _apis(procedure: Procedure) -> list[Api]:
-    # Plain SQL, like curation.reviews.queue: on every review page, and the ORM spent a millisecond compiling it.
-    sql = f"SELECT * FROM {Api._meta.db_table} WHERE procedure_id = %s ORDER BY name, id"
-    return fetch(Api, sql, [procedure.pk])
+    return list(Api.objects.filter(procedure_id=procedure.pk).order_by("name", "id"))
 
 
 def turns_with_actions(messages: list, actions: list | None) -> list:
