@@ -111,11 +111,11 @@ def database_from_url(url: str, base_dir: Path, name: str = "DATABASE_URL") -> d
         if not path.is_absolute():
             path = base_dir / path
         return {
-            # Django's SQLite backend with writers queued on a lock file (almita_web/sqlite/base.py).
-            "ENGINE": "almita_web.sqlite",
+            "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(path),
             # IMMEDIATE makes every atomic block take SQLite's write lock up front, so two
-            # annotators can never both read "one review still needed" and both claim the item.
+            # annotators can never both read "one review still needed" and both claim the item;
+            # a writer that finds it taken waits in SQLite's busy handler, up to `timeout` seconds.
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 30,
@@ -136,7 +136,7 @@ def database_from_url(url: str, base_dir: Path, name: str = "DATABASE_URL") -> d
         except ValueError:
             raise ImproperlyConfigured(f"{name}={url!r} has a bad port") from None
         return {
-            "ENGINE": "almita_web.postgres",  # Django's, health check skipped for a busy connection
+            "ENGINE": "django.db.backends.postgresql",
             "NAME": db_name,
             "USER": unquote(parsed.username or ""),
             "PASSWORD": unquote(parsed.password or ""),

@@ -100,7 +100,7 @@ def _store(row, svg: str) -> None:
         table = connection.ops.quote_name(model._meta.db_table)
         sql = _STORE_SQL[(model, connection.vendor)] = (
             f"UPDATE {table} SET svg = %s WHERE id = %s AND NOT ({drawn_sql('svg')})")
-    # On SQLite the write queues with the other writers (almita_web/sqlite); elsewhere one
+    # On SQLite the write takes the write lock up front (IMMEDIATE); elsewhere one
     # statement is atomic by itself: no BEGIN and COMMIT round trips.
     with transaction.atomic() if connection.vendor == "sqlite" else contextlib.nullcontext():
         with connection.cursor() as cursor:

@@ -47,7 +47,8 @@ def test_env_list():
 
 def test_database_url_sqlite_relative_and_absolute(tmp_path):
     rel = database_from_url("sqlite:///var/db.sqlite3", tmp_path)
-    assert rel["ENGINE"] == "almita_web.sqlite"  # Django's SQLite backend, writers queued on a lock file
+    assert rel["ENGINE"] == "django.db.backends.sqlite3"
+    assert rel["OPTIONS"]["timeout"] == 30 and rel["CONN_MAX_AGE"] > 0
     assert rel["NAME"] == str(tmp_path / "var" / "db.sqlite3")
     assert rel["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
     absolute = database_from_url("sqlite:////tmp/x/almita.sqlite3", tmp_path)
@@ -56,7 +57,8 @@ def test_database_url_sqlite_relative_and_absolute(tmp_path):
 
 def test_database_url_postgres():
     db = database_from_url("postgres://alice:s%40cret@db.local:6543/almita?sslmode=require", Path("/"))
-    assert db["ENGINE"] == "almita_web.postgres"  # Django's, per-request health check skipped when busy
+    assert db["ENGINE"] == "django.db.backends.postgresql"
+    assert db["CONN_HEALTH_CHECKS"] is True and db["CONN_MAX_AGE"] > 0
     assert (db["USER"], db["PASSWORD"], db["HOST"], db["PORT"], db["NAME"]) == ("alice", "s@cret", "db.local", "6543", "almita")
     assert db["OPTIONS"] == {"sslmode": "require"}
 
