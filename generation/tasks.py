@@ -139,3 +139,11 @@ def jobs_watchdog_task() -> None:
 def _recover_on_start(sender=None, **_: object) -> None:
     jobs_recover_task.delay()
     jobs_watchdog_task.delay()
+
+
+@shared_task(name="generation.graphs_draw", **DB_RETRY)
+def graphs_draw_task(label: str, ids: list[int]) -> int:
+    """Draw newly stored graphs (generation.drawings). Idempotent: drawn rows are left alone."""
+    from generation.drawings import graphs_draw
+
+    return graphs_draw(label, ids)

@@ -5,22 +5,10 @@ stored), so its large JSON data is deferred: it loads on first access, for a gra
 """
 from __future__ import annotations
 
-from django.db import connection, models
+from django.db import models
 
 from curation.models import ReviewItem, ReviewStage
 from generation.models import Conversation, ConversationGraph, Flowgraph, Procedure
-
-# A stored drawing is current when this mark (the node map) is in its first characters
-# (curation.reviews.present._drawn says the same in Python).
-DRAWN_MARK = "data-nodes="
-DRAWN_WITHIN = 400
-
-
-def drawn_sql(column: str) -> str:
-    """SQL true when `column` holds a current drawing (curation.reviews.present._drawn)."""
-    find = "strpos" if connection.vendor == "postgresql" else "instr"
-    return f"{find}(substr({column}, 1, {DRAWN_WITHIN}), '{DRAWN_MARK}') > 0"
-
 
 def artifact_for(item: ReviewItem) -> models.Model | None:
     """The item's artifact with the rows its page shows attached (procedure with intent; the
