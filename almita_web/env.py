@@ -178,3 +178,32 @@ def broker_from_url(url: str, var_dir: Path, name: str = "CELERY_BROKER_URL") ->
     if scheme in ("redis", "rediss", "amqp", "memory"):
         return BrokerConfig(url=url, transport_options={"visibility_timeout": 3600} if scheme.startswith("redis") else {})
     raise ImproperlyConfigured(f"{name}={url!r}: unsupported broker; use filesystem:// or redis://host:port/db")
+
+
+def cache_from_url(cache_url: str, broker_url: str, cache_dir: Path, name: str = "CACHE_URL") -> dict:
+    """The default cache: one for every web host (sessions, path-highlighted drawings).
+
+    ``CACHE_URL`` decides when set: ``redis://host:port/db`` (Django's Redis cache) or ``file://``
+    (files under ``cache_dir``; ``file:///path`` elsewhere). Unset, a stack whose broker is Redis
+    (docker-compose) uses that Redis server with the next database number, so clearing the cache
+    never touches the task queue; the embedded default (filesystem broker) keeps files in var/.
+    """
+    url = cache_url.strip()
+    if not url:
+        parsed = urlparse(broker_url)
+        if parsed.scheme in ("redis", "rediss"):
+            try:
+                db = int(parsed.path.lstrip("/") or 0)
+            except ValueError:
+                raise ImproperlyConfigured(f"CELERY_BROKER_URL={broker_url!r} has a bad database number") from None
+            url = parsed._replace(path=f"/{(db + 1) % 16}").geturl()
+        else:
+            url = "file://"
+    scheme = urlparse(url).scheme
+    if scheme in ("redis", "rediss"):
+        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "KEY_PREFIX": "almita"}
+    if scheme == "file":
+        path = unquote(urlparse(url).path) or str(cache_dir)
+        return {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": path,
+                "OPTIONS": {"MAX_ENTRIES": 5000}}
+    raise ImproperlyConfigured(f"{name}={url!r}: unsupported cache; use redis://host:port/db or file://")

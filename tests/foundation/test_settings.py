@@ -162,3 +162,39 @@ def test_manage_py_still_refuses_debug_off_without_secret_key():
     result = _manage({"SECRET_KEY": None, "DEBUG": "false", "DJANGO_SETTINGS_MODULE": None})
     assert result.returncode != 0
     assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_cache_is_redis_when_the_stack_has_redis_and_files_otherwise(tmp_path):
+    from almita_web.env import cache_from_url
+
+    files = cache_from_url("", "filesystem://", tmp_path)
+    assert files["BACKEND"].endswith("FileBasedCache") and files["LOCATION"] == str(tmp_path)
+    derived = cache_from_url("", "redis://redis:6379/0", tmp_path)  # docker-compose: the broker's server
+    assert derived["BACKEND"].endswith("RedisCache") and derived["LOCATION"] == "redis://redis:6379/1"
+    assert cache_from_url("", "redis://h:6379/15", tmp_path)["LOCATION"] == "redis://h:6379/0"
+    assert cache_from_url("redis://c:1/3", "filesystem://", tmp_path)["LOCATION"] == "redis://c:1/3"
+    assert cache_from_url("file:///srv/c", "redis://h/0", tmp_path)["LOCATION"] == "/srv/c"
+    with pytest.raises(ImproperlyConfigured, match="CACHE_URL"):
+        cache_from_url("memcached://x", "filesystem://", tmp_path)
+    with pytest.raises(ImproperlyConfigured, match="database number"):
+        cache_from_url("", "redis://h/x", tmp_path)
+
+
+@pytest.mark.skipif(not os.environ.get("CELERY_BROKER_URL", "").startswith("redis"),
+                    reason="runs when CELERY_BROKER_URL points at Redis (CI does)")
+def test_the_derived_redis_cache_is_shared_through_the_server(tmp_path):
+    """Two cache objects built from the same settings (two web hosts) see each other's entries."""
+    import uuid
+
+    from django.core.cache.backends.redis import RedisCache
+
+    from almita_web.env import cache_from_url
+
+    conf = cache_from_url("", os.environ["CELERY_BROKER_URL"], tmp_path)
+    params = {k: v for k, v in conf.items() if k not in ("BACKEND", "LOCATION")}
+    one, two = RedisCache(conf["LOCATION"], params), RedisCache(conf["LOCATION"], params)
+    key = f"test-{uuid.uuid4().hex}"
+    one.set(key, {"svg": "<svg/>"}, 30)
+    assert two.get(key) == {"svg": "<svg/>"}
+    two.delete(key)
+    assert one.get(key) is None
