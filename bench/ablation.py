@@ -76,7 +76,7 @@ def tree(rev: str) -> Path:
         target.mkdir(parents=True)
         data = subprocess.run(["git", "archive", rev], cwd=ROOT, check=True, capture_output=True).stdout
         with tarfile.open(fileobj=BytesIO(data)) as tar:
-            tar.extractall(target, filter="data")
+            tar.extractall(target)  # (our own repository's archive)
         (target / ".venv").symlink_to((ROOT / ".venv").resolve())
     shutil.rmtree(target / "bench")
     shutil.copytree(ROOT / "bench", target / "bench", ignore=shutil.ignore_patterns("__pycache__"))
