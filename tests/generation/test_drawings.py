@@ -63,3 +63,19 @@ def test_an_undrawn_graph_is_drawn_once_by_the_page_and_stored():
 def test_only_graph_models_are_drawn():
     with pytest.raises(ValueError):
         drawings.graphs_draw("auth.user", [1])
+
+
+@pytest.mark.worker
+def test_a_real_worker_draws_imported_graphs_before_any_page_asks(celery_worker_factory):
+    from tests.conftest import wait_for
+
+    from django.db import transaction
+
+    worker = celery_worker_factory(concurrency=2)
+    rows = lambda: [*Flowgraph.objects.values_list("svg", flat=True),  # noqa: E731
+                    *ConversationGraph.objects.values_list("svg", flat=True)]
+    with transaction.atomic():  # queued when the import commits
+        items_import(raw=json.dumps(document()), fmt="almita")
+        assert rows() and not any(drawings.is_drawn(svg) for svg in rows())
+    wait_for(lambda: all(drawings.is_drawn(svg) for svg in rows()), timeout=90,
+             message="the worker's drawings\n" + worker.log()[-2000:])
