@@ -13,6 +13,19 @@ with, without, with, without … (``--rounds``), so a change in the machine's lo
 sides alike; every run's own output is printed, then the figures the floor names side by side
 with their ratio (without / with). On a machine busy with other work the figures are noisy:
 read the ratios, and run more rounds.
+
+Measured 2026-11-26 (issue #29) on the 2-core machine while other sessions kept its load average
+at 6-15, review_http with 8 clients, 40 lineages, 12-15 verdicts per client, medians of 2-3
+interleaved pairs (without/with; server CPU per verdict is the steadiest figure under such load):
+
+* all item-2 pieces at once: SQLite SVG cached claim+page p95 ×2.95, submit p95 ×6.6,
+  verdicts/s ×0.43; PostgreSQL cached ×2.5, ×2.2, ×0.67; server CPU per verdict 6.6-9.4 → 12.8-17.5 ms
+  (SQLite), 5.2-12.2 → 10.6-16.7 ms (PostgreSQL). Neither side met the floor at that load.
+* prepared (PostgreSQL): ×0.83, ×1.10, ×1.30 verdicts/s: no loss measured.
+* rows (row fetcher, auth backend; PostgreSQL): p95 ×1.12/×1.14, verdicts/s ×0.60, server CPU per
+  verdict 6.6-8.0 → 13.1-14.1 ms: the largest single cost measured.
+* backends (SQLite writer queue): ×0.84, ×0.91, verdicts/s ×1.32: no loss measured.
+* production (request class, gc/GIL tuning, Connection: close; SQLite): ×1.06, ×1.79, ×0.80.
 """
 from __future__ import annotations
 
