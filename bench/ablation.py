@@ -26,6 +26,10 @@ interleaved pairs (without/with; server CPU per verdict is the steadiest figure 
   verdict 6.6-8.0 → 13.1-14.1 ms: the largest single cost measured.
 * backends (SQLite writer queue): ×0.84, ×0.91, verdicts/s ×1.32: no loss measured.
 * production (request class, gc/GIL tuning, Connection: close; SQLite): ×1.06, ×1.79, ×0.80.
+* writes (hand-built writes; SQLite): ×2.02, ×1.91, verdicts/s ×1.00.
+* graphviz (SQLite, SVG cold: the page draws a graph the worker has not drawn, through the dot
+  program instead of the in-process library): claim+page p95 ×2.98, verdicts/s ×0.40. With the
+  worker drawing when graphs are stored, the review path reads stored drawings (the cached case).
 """
 from __future__ import annotations
 
