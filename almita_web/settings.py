@@ -81,6 +81,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "almita_web.roles.roles_context",
+                "almita_web.nav.nav_context",
+                "curation.reviews.discussion_views.notifications_context",
             ],
         },
     },
@@ -144,16 +146,42 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # With `celery beat` running, the generation watchdog looks for stalled jobs every few minutes.
 CELERY_BEAT_SCHEDULE = {
     "generation-watchdog": {"task": "generation.jobs_watchdog", "schedule": 300.0},
+    # Batch mode polls itself while batches are open; the beat is the safety net if a poll is lost.
+    "generation-batches-poll": {"task": "generation.batches_poll", "schedule": 300.0},
+    "curation-digest": {"task": "curation.send_digest", "schedule": 86400.0},
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- E-mail --------------------------------------------------------------------------------
+# The daily digest of notifications (curation.send_digest under celery beat, or `manage.py
+# send_digest`) is sent only when this is on, through Django's EMAIL_* settings.
+ALMITA_DIGEST_EMAIL = env_bool("ALMITA_DIGEST_EMAIL", False)
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "almita@localhost")
 
 # --- LLM endpoint ---------------------------------------------------------------------------
 # The key is read from the environment when a client is built and is never stored on a row.
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
 OPENAI_TIMEOUT = env_float("OPENAI_TIMEOUT", 60.0, minimum=0.1)
+# "auto" tells Azure OpenAI from its host name; "azure" or "openai" chooses (generation/llm/providers.py).
+OPENAI_PROVIDER = env_str("OPENAI_PROVIDER", "auto").lower()
+if OPENAI_PROVIDER not in ("auto", "openai", "azure"):
+    raise ImproperlyConfigured(f"OPENAI_PROVIDER must be auto, openai or azure (got {OPENAI_PROVIDER!r})")
+OPENAI_API_VERSION = env_str("OPENAI_API_VERSION", "")  # Azure OpenAI's api-version
+# Send JSON stages' schemas as structured outputs where the endpoint accepts them (#32).
+LLM_STRUCTURED_OUTPUTS = env_bool("LLM_STRUCTURED_OUTPUTS", True)
+# Batch mode (#32): how often open batches are polled, the price factor of a batch's tokens, the window.
+LLM_BATCH_POLL_SECONDS = env_float("LLM_BATCH_POLL_SECONDS", 60.0, minimum=0.05)
+LLM_BATCH_PRICE_FACTOR = env_float("LLM_BATCH_PRICE_FACTOR", 0.5, minimum=0.0)
+LLM_BATCH_WINDOW = env_str("LLM_BATCH_WINDOW", "24h")
 LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 4, minimum=1)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 4, minimum=0)
 LLM_BACKOFF_BASE = env_float("LLM_BACKOFF_BASE", 0.5, minimum=0.0)

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 
-from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, user_roles
+from almita_web.home import home_context
+from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, request_roles
 
 # Where each role's work starts, in the order the home page lists them.
 ROLE_DESTINATIONS = [
@@ -19,16 +20,15 @@ ROLE_DESTINATIONS = [
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    roles = user_roles(request.user)
+    roles = request_roles(request)
     cards = [
         {"role": role, "url": reverse(name), "title": title, "text": text}
         for role, name, title, text in ROLE_DESTINATIONS
         if role in roles or ADMIN in roles
     ]
-    # One role with one destination: go straight to the work.
-    if len(cards) == 1:
-        return redirect(cards[0]["url"])
-    return render(request, "home.html", {"cards": cards})
+    # Every role has a home (issue #31): what waits for the user, their progress, and the
+    # releases, runs and jobs they follow. It used to send one-destination roles straight on.
+    return render(request, "home.html", {"cards": cards, **home_context(request.user, roles)})
 
 
 def healthz(request: HttpRequest) -> HttpResponse:

@@ -1,9 +1,11 @@
 """Generation benchmark: yield under faults, overhead against a fast endpoint (issues #4, #12), and
 an endpoint's rate limit (issue #32).
 
-Run: ``.venv/bin/python bench/generation.py [--part yield|overhead|rate|all] [--calls N]
+Run: ``.venv/bin/python bench/generation.py [--part yield|overhead|rate|structured|economy|all] [--calls N]
 [--latency L] [--concurrency C ...] [--processes K] [--profile] [--per-minute R]``.
-The rate part is described in bench/generation_rate.py.
+The rate part is described in bench/generation_rate.py, the structured part (structured outputs:
+repairs per 100 items with and without the schema) in bench/generation_structured.py, the economy
+part (the paper's configuration vs ours) in bench/generation_economy.py.
 
 Both parts run real generation jobs through a real Celery worker process against the test suite's
 fake OpenAI-compatible server on 127.0.0.1, on a throw-away SQLite database and the filesystem
@@ -151,7 +153,7 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], proces
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", choices=["yield", "overhead", "rate", "all"], default="all")
+    parser.add_argument("--part", choices=["yield", "overhead", "rate", "structured", "economy", "all"], default="all")
     parser.add_argument("--rates", type=float, nargs="+", default=[0.0, 0.1, 0.3])
     parser.add_argument("--calls", type=int, default=128, help="N, LLM calls in the overhead job")
     parser.add_argument("--latency", type=float, default=0.25, help="L, seconds per request")
@@ -160,6 +162,7 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile the workers and print the merged top")
     parser.add_argument("--per-minute", type=float, default=600, help="R, the rate part's requests a minute")
     parser.add_argument("--rate-calls", type=int, default=600, help="LLM calls in each rate-part job")
+    parser.add_argument("--paper-paths", type=int, default=100, help="n, the economy part's walks per graph (paper)")
     args = parser.parse_args()
     var_dir = setup()
     ok = True
@@ -176,6 +179,16 @@ def main() -> int:
 
         r = rate_part(var_dir, args.per_minute, [1, 3], args.rate_calls, latency=0.3)
         ok &= all(v["throughput"] >= 0.9 and v["share_429"] <= 0.02 for v in r.values())
+    if args.part in ("structured", "all"):
+        from bench.generation_structured import structured_part
+
+        r = structured_part(var_dir)
+        ok &= r[True]["json"] < r[False]["json"]
+    if args.part in ("economy", "all"):
+        from bench.generation_economy import economy_part
+
+        r = economy_part(var_dir, args.rates, args.paper_paths)
+        ok &= r.get((0.1, "ratio"), 0) >= 3
     print("(shared machine: timings are noisy; ratios were measured side by side in this one run)")
     return 0 if ok else 1
 

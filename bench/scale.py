@@ -6,7 +6,7 @@
 For each size (default 500, 5,000 and 50,000 review items, spread over the four stages, half of
 them reviewed twice by 8 annotators, one in ten of those in disagreement) it times, in process
 (Django's full handler for pages, the service for actions): claim-next in every stage, the queue,
-progress, adjudication and agreement pages, the verdict CSV (a streamed download: timed to its
+progress, adjudication and agreement pages, the home pages, the audit log and analytics, the verdict CSV (a streamed download: timed to its
 last byte, and separately to its first chunk; its rows/s printed), and one adjudication (resolve
 with its cascade). Prints median and p95 per operation and size, and the growth factor from the
 smallest to the largest size. Targets at 50,000: every page and action ≤ 200 ms p95, claim-next
@@ -142,6 +142,12 @@ def measure(n: int, repeat: int, release_only: bool = False) -> dict[str, list[f
     timed("progress page", lambda: boss_client.get("/curation/progress/"))
     timed("adjudication page", lambda: boss_client.get("/curation/adjudication/"))
     timed("agreement page", lambda: boss_client.get("/curation/agreement/"))
+    # Issue #31: each role's home, the audit log's first page, analytics' one table.
+    timed("home page (annotator)", lambda: client.get("/"))
+    timed("home page (admin)", lambda: boss_client.get("/"))
+    timed("audit log page", lambda: boss_client.get("/curation/audit/"))
+    timed("audit log page (filtered)", lambda: boss_client.get("/curation/audit/?action=verdict&stage=conversation"))
+    timed("analytics page (all stages, by model)", lambda: boss_client.get("/curation/analytics/"))
     # A streamed download: timed to its last byte (and, separately, to its first chunk).
     url = "/curation/agreement/verdicts.csv?stage=conversation"
     timed("verdicts CSV (conversation)", lambda: b"".join(boss_client.get(url).streaming_content))

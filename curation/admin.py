@@ -92,3 +92,15 @@ class GoldItemAdmin(RoleModelAdmin):
 class GuidelineVersionAdmin(RoleModelAdmin):
     list_display = ("stage", "version", "created_by", "created_at")
     list_filter = ("stage",)
+
+
+@admin.register(m.Comment, site=site)
+class CommentAdmin(RoleModelAdmin):
+    list_display = ("item", "author", "created_at")
+    list_filter = ("item__stage",)
+
+
+@admin.register(m.Notification, site=site)
+class NotificationAdmin(RoleModelAdmin):
+    list_display = ("user", "kind", "item", "created_at", "read_at", "emailed_at")
+    list_filter = ("kind",)

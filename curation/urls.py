@@ -3,7 +3,7 @@ from django.urls import path
 from curation.agreement import views as analytics_views
 from curation.guidance import gold_views, guideline_views
 from curation.loop import views as loop_views
-from curation.reviews import explorer_views, views
+from curation.reviews import discussion_views, explorer_views, views
 
 app_name = "curation"
 urlpatterns = [
@@ -13,6 +13,10 @@ urlpatterns = [
     path("items/<int:pk>/submit/", views.submit, name="submit"),
     path("items/<int:pk>/skip/", views.skip, name="skip"),
     path("undo/", views.undo, name="undo"),
+    path("items/<int:pk>/change/", discussion_views.change_verdict, name="change_verdict"),
+    path("items/<int:pk>/comments/", discussion_views.comment, name="comment"),
+    path("my-verdicts/", discussion_views.my_verdicts, name="my_verdicts"),
+    path("notifications/", discussion_views.notifications, name="notifications"),
     path("adjudication/", views.adjudication, name="adjudication"),
     path("adjudication/<int:pk>/", views.adjudicate, name="adjudicate"),
     path("agreement/", views.agreement, name="agreement"),

@@ -32,7 +32,7 @@ class EvaluationRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = EvaluationRun
         fields = ["id", "agent", "release", "status", "similarity", "threshold", "comparison", "trials", "dst",
-                  "max_error_share", "concurrency", "metrics", "total", "done", "error", "created_by", "created_at",
+                  "action_labels", "max_error_share", "concurrency", "metrics", "total", "done", "error", "created_by", "created_at",
                   "started_at", "finished_at", "rejudged_from"]
 
 
@@ -45,6 +45,7 @@ class RunLaunchSerializer(serializers.Serializer):
     comparison = serializers.ChoiceField(choices=list(M.COMPARISONS), default=M.EXACT)
     trials = serializers.IntegerField(min_value=1, max_value=20, default=1)
     dst = serializers.BooleanField(default=False)
+    action_labels = serializers.ChoiceField(choices=["rules", "model"], default="rules")
     max_error_share = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.1)
 
 

@@ -1,15 +1,24 @@
 """Dialogue-state tracking (ToolDial §4) on ALMITA tests. Pure (no Django).
 
-Gold state at a test = the API being pursued (the first API call expected at or after this test
-in its conversation; none when the conversation calls no more API) and the slot values the user
-has given so far: the parameters of that call whose value appears in a user message of the
-test's context. Values that came from an earlier API output, not from the user, are not slots
-the user gave.
+Gold state at a test, in ToolDial's shape (A.4: API confirmed, API status, parameters):
 
-The agent, in the DST mode of a run, is asked for ``{"api": <name or null>, "slots": {...}}``.
-Scores (ToolDial normalisation: lower-case, special characters removed, on API names, slot names
-and values): joint goal accuracy (the whole state exact) and slot precision / recall / F1 over
-(slot, value) pairs, micro-averaged.
+* ``api_confirmed``: whether the agent knows which API it is working towards. The pursued API is
+  the first API call expected at or after this test in its conversation; it is confirmed unless
+  there is none or the expected step is a ``clarify`` or ``suggest`` (ToolDial asks or proposes
+  exactly when no API is confirmed yet; our "Shall I refund it?" waits for the customer's yes).
+* ``api``: the pursued API when confirmed, else none (ToolDial: "if api_confirmed is false,
+  api_status must be none").
+* ``slots``: the parameters of that call whose value is already in the context, said by the user
+  or **taken from an earlier API output** (ToolDial's system calls "with collected information
+  from user or else"); ``slot_sources`` says which (``user`` or ``api_output``; not scored).
+
+The agent, in the DST mode of a run, is asked for ``{"api_confirmed": true|false, "api": <name or
+null>, "slots": {...}}``; ToolDial's own ``{"api_confirmed", "api_status": {"api_name",
+"required_parameters", "optional_parameters"}}`` is read too, and a state without
+``api_confirmed`` is confirmed when it names an API. Scores (ToolDial normalisation: lower-case,
+special characters removed, on API names, slot names and values): joint goal accuracy (the whole
+state exact, ``api_confirmed`` included) and slot precision / recall / F1 over (slot, value) pairs,
+micro-averaged.
 """
 from __future__ import annotations
 
@@ -20,14 +29,17 @@ from typing import Any
 
 API_CALL = "api_call"
 
-DST_INSTRUCTION = """Do not act now. Instead, report the dialogue state: which action (API) the \
-conversation is working towards, and the values of its parameters that the customer has given so far. \
+DST_INSTRUCTION = """Do not act now. Instead, report the dialogue state: whether it is settled which \
+action (API) the conversation is working towards, which one, and the values of its parameters that the \
+conversation has given so far (said by the customer or returned by an earlier API call). \
 Answer with one JSON object and nothing else:
-{"api": "<name of the action, or null if none>", "slots": {<parameter name>: <value given by the customer>}}"""
+{"api_confirmed": true or false, "api": "<name of the action, or null if not confirmed>", \
+"slots": {<parameter name>: <value>}}"""
+UNCONFIRMING = ("clarify", "suggest")  # ToolDial: the agent asks or proposes while no API is confirmed
 
 
-def _user_text(context: list[dict[str, Any]]) -> str:
-    return "\n".join(str(m.get("content", "")) for m in context or [] if m.get("role") == "user")
+def _text(context: list[dict[str, Any]], role: str) -> str:
+    return "\n".join(str(m.get("content", "")) for m in context or [] if m.get("role") == role)
 
 
 def _given(value: Any, text: str) -> bool:
@@ -44,18 +56,44 @@ def _given(value: Any, text: str) -> bool:
 def gold_states(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The gold state of each test of ONE conversation (`tests` with position, context, expected;
     any order); returned in the order given."""
+    from generation.pipeline.dialogue_actions import answer_action
+
     order = sorted(range(len(tests)), key=lambda i: tests[i].get("position", 0))
     out: list[dict[str, Any]] = [{}] * len(tests)
     for rank, i in enumerate(order):
         pursued = next((tests[j]["expected"] for j in order[rank:]
                         if (tests[j].get("expected") or {}).get("type") == API_CALL), None)
-        if pursued is None:
-            out[i] = {"api": None, "slots": {}}
+        context = tests[i].get("context") or []
+        action = tests[i].get("expected_action") or answer_action(context, tests[i].get("expected") or {})
+        if pursued is None or action in UNCONFIRMING:
+            out[i] = unconfirmed()
             continue
-        said = _user_text(tests[i].get("context") or [])
-        slots = {str(k): v for k, v in (pursued.get("parameters") or {}).items() if _given(v, said)}
-        out[i] = {"api": str(pursued.get("name")), "slots": slots}
+        said, returned = _text(context, "user"), _text(context, "api_output")
+        slots, sources = {}, {}
+        for k, v in (pursued.get("parameters") or {}).items():
+            source = "user" if _given(v, said) else "api_output" if _given(v, returned) else None
+            if source:
+                slots[str(k)], sources[str(k)] = v, source
+        out[i] = {"api_confirmed": True, "api": str(pursued.get("name")), "slots": slots, "slot_sources": sources}
     return out
+
+
+def unconfirmed() -> dict[str, Any]:
+    return {"api_confirmed": False, "api": None, "slots": {}, "slot_sources": {}}
+
+
+def confirmed(state: dict[str, Any]) -> bool:
+    """A state's api_confirmed (true/"true"; absent: whether it names an API)."""
+    flag = state.get("api_confirmed")
+    if flag is None:
+        return bool(state.get("api"))
+    if isinstance(flag, str):
+        return _norm_text(flag) in ("true", "yes", "1")
+    return bool(flag)
+
+
+def _norm_text(text: Any) -> str:
+    return re.sub(r"[^0-9a-z]", "", str(text).lower())
 
 
 def normalise(text: Any) -> str:
@@ -77,7 +115,8 @@ def _pairs(state: dict[str, Any]) -> set[tuple[str, str]]:
 def state_matches(gold: dict[str, Any], predicted: dict[str, Any] | None) -> bool:
     if not isinstance(predicted, dict):
         return False
-    return normalise(gold.get("api")) == normalise(predicted.get("api")) and _pairs(gold) == _pairs(predicted)
+    return (confirmed(gold) == confirmed(predicted) and normalise(gold.get("api")) == normalise(predicted.get("api"))
+            and _pairs(gold) == _pairs(predicted))
 
 
 def parse_state(content: str | None) -> dict[str, Any] | None:
@@ -95,13 +134,25 @@ def parse_state(content: str | None) -> dict[str, Any] | None:
         return None
     if not isinstance(obj, dict):
         return None
-    api = obj.get("api", obj.get("api_name"))
-    slots = obj.get("slots", obj.get("parameters", {}))
+    status = obj.get("api_status")
+    if isinstance(status, dict):  # ToolDial's shape: api_status {api_name, required/optional parameters}
+        api, slots = status.get("api_name"), {}
+        for part in (status.get("required_parameters"), status.get("optional_parameters")):
+            if not isinstance(part, (dict, type(None))):
+                return None
+            slots.update({k: v for k, v in (part or {}).items() if v not in ("", None)})
+    else:
+        api = obj.get("api", obj.get("api_name"))
+        slots = obj.get("slots", obj.get("parameters", {}))
+    if isinstance(api, str) and _norm_text(api) in ("none", "null", ""):
+        api = None
     if api is not None and not isinstance(api, str):
         return None
     if not isinstance(slots, dict):
         return None
-    return {"api": api or None, "slots": slots}
+    state = {"api": api or None, "slots": slots}
+    state["api_confirmed"] = confirmed({**obj, **state}) if "api_confirmed" in obj else bool(state["api"])
+    return state
 
 
 def dst_scores(pairs: Iterable[tuple[dict[str, Any], dict[str, Any] | None]]) -> dict[str, Any]:

@@ -63,11 +63,15 @@ class RunForm(SimilarityForm):
                                           "an HTTP agent is sampled as it is)")
     dst = forms.BooleanField(required=False, label="Dialogue-state tracking",
                              help_text="Also ask the agent for the dialogue state at each test (one more call)")
+    action_labels = forms.ChoiceField(choices=[("rules", "Rules on the agent's answer"),
+                                               ("model", "Ask the agent's model (ToolDial; one more call per test)")],
+                                      initial="rules", required=False, label="Action labels",
+                                      help_text="Where the predicted dialogue action comes from")
     max_error_share = forms.FloatField(min_value=0.0, max_value=1.0, initial=0.1, required=False,
                                        label="Error share limit",
                                        help_text="The run fails when more of its tests than this share (0..1) got "
                                                  "no answer or an unreadable one")
-    field_order = ["agent", "release", "similarity", "threshold", "comparison", "trials", "dst", "concurrency",
+    field_order = ["agent", "release", "similarity", "threshold", "comparison", "trials", "dst", "action_labels", "concurrency",
                    "max_error_share"]
 
 

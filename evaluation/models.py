@@ -142,6 +142,9 @@ class EvaluationRun(RunBase):
                                   help_text="exact (names exactly, values by JSON type and value) or lenient")
     trials = models.PositiveSmallIntegerField(default=1, help_text="answers asked per test (pass^k, pass@k)")
     dst = models.BooleanField(default=False, help_text="also ask the agent for the dialogue state at each test")
+    # Issue #27: where the predicted dialogue action comes from (evaluation/dialogue_actions.py).
+    action_labels = models.CharField(max_length=8, default="rules", help_text="rules: lexical rules on the "
+                                     "agent's answer; model: the agent's model is asked for the label (ToolDial)")
     # Issue #27: above this share of tests without a readable answer (outages and unreadable
     # answers) the run ends failed: its figures would measure the connection, not the agent.
     max_error_share = models.FloatField(default=0.10, help_text="the run fails when more of its tests than this "
@@ -155,6 +158,7 @@ class EvaluationRun(RunBase):
                                    name="run_max_error_share_range"),
             models.CheckConstraint(condition=Q(similarity__in=["bertscore", "lexical"]), name="run_similarity_valid"),
             models.CheckConstraint(condition=Q(comparison__in=["exact", "lenient"]), name="run_comparison_valid"),
+            models.CheckConstraint(condition=Q(action_labels__in=["rules", "model"]), name="run_action_labels_valid"),
             models.CheckConstraint(condition=Q(trials__gte=1), name="run_trials_positive"),
             models.CheckConstraint(condition=Q(concurrency__gte=1), name="run_concurrency_positive"),
             models.CheckConstraint(condition=Q(done__lte=models.F("total")), name="run_done_le_total"),

@@ -122,7 +122,8 @@ def _task(data: dict[str, Any]) -> SS.SessionTask:
     calls = [SS.Call(c["name"], c.get("parameters") or {}, c.get("output")) for c in data.get("calls") or []]
     return SS.SessionTask(conversation_id=data.get("conversation_id"), intent=data.get("intent", ""),
                           issue=data.get("issue", ""), user_lines=list(data.get("user_lines") or []),
-                          calls=calls, goals=list(data.get("goals") or []))
+                          calls=calls, goals=list(data.get("goals") or []),
+                          required={str(k): list(v) for k, v in (data.get("required") or {}).items()})
 
 
 def simulate_session(run: SessionRun, task: SS.SessionTask, data: dict[str, Any], *, key: str) -> dict[str, Any]:
@@ -135,6 +136,8 @@ def simulate_session(run: SessionRun, task: SS.SessionTask, data: dict[str, Any]
     notes: list[str] = []
     used = [False] * len(task.calls)
     api_names = [a.get("name", "") for a in data.get("apis") or []]
+    if not task.required:  # a task stored before required parameters were recorded
+        task.required = SS.required_parameters(data.get("apis"))
     turns, ended_by = 0, f"reached the limit of {run.max_turns} user turns"
     for turn in range(run.max_turns):
         said = chat(stage=USER_STAGE, messages=SS.user_messages(task, history), model=run.user_model or None,
@@ -184,7 +187,7 @@ def simulate_session(run: SessionRun, task: SS.SessionTask, data: dict[str, Any]
     return {
         "transcript": history, "predicted_calls": [{"name": c.name, "parameters": c.parameters} for c in predicted],
         "success": success, "total_goals": verdict.total, "accomplished": verdict.accomplished,
-        "turns": turns, "tools": SS.tool_counts(task.calls, predicted), "ended_by": ended_by,
+        "turns": turns, "tools": SS.tool_counts(task.calls, predicted, task.required), "ended_by": ended_by,
         "judge_reason": verdict.reason, "judge_raw": raw, "notes": notes,
     }
 

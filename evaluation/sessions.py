@@ -9,12 +9,16 @@ the user simulator's and the judge's prompts and parsers, the API environment, a
 - The task summary lists the goals (FlowBench's "user goals"): the customer's issue, and each
   API call the workflow should make with its parameters. The judge counts the goals reached.
 - The environment answers an agent's API call with the reference output of the first unused
-  reference call with the same name and parameters, else with an error, so a session is
+  reference call it matches (name and required parameters, as below), else with an error, so a session is
   reproducible and never calls anything real.
 - Metrics: success rate (sessions whose judge says every goal was met), task progress (mean share
-  of goals met), tool-invocation precision / recall / F1 over the session (a reference call is
-  recalled if any predicted call has its name and parameters; a predicted call is precise if it
-  matches some reference call), and the mean number of user turns.
+  of goals met), tool-invocation precision / recall / F1 over the session, and the mean number of
+  user turns. Tool calls are scored as FlowBench §5.1 does: a call matches a reference call on
+  the API name and the API's *required* parameters only (optional ones are ignored; names and
+  values compared leniently); each reference call, in order, is matched with the first unused
+  predicted call that matches it, so calls pair one to one (reference [A], predicted [A, A, A]:
+  precision 1/3, recall 1/1). An API the release does not describe has all the reference call's
+  parameters compared.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluation import metrics as M
+from evaluation.agents import tools_from_apis
 from generation.pipeline.extract import ApiCallParseError, format_api_call, parse_api_call
 
 END_MARK = "END"
@@ -37,12 +42,34 @@ class Call:
     parameters: dict[str, Any]
     output: Any = None
 
-    def matches(self, other: "Call") -> bool:
-        return (M.names_match(self.name, other.name, M.LENIENT)
-                and M.params_match(self.parameters, other.parameters, M.LENIENT))
+    def matches(self, other: "Call", required: dict[str, list[str]] | None = None) -> bool:
+        """The same API (lenient name) with equal values of its required parameters; `required`
+        maps a normalised API name to its required parameter names (absent: every parameter of
+        either call is compared)."""
+        if not M.names_match(self.name, other.name, M.LENIENT):
+            return False
+        keys = (required or {}).get(M.normalise_name(self.name))
+        if keys is None:
+            return M.params_match(self.parameters, other.parameters, M.LENIENT)
+        wanted = {M.normalise_name(k) for k in keys}
+        return M.params_match(_only(self.parameters, wanted), _only(other.parameters, wanted), M.LENIENT)
 
     def text(self) -> str:
         return format_api_call(self.name, self.parameters)
+
+
+def _only(params: dict[str, Any] | None, keys: set[str]) -> dict[str, Any]:
+    return {k: v for k, v in (params or {}).items() if M.normalise_name(k) in keys}
+
+
+def required_parameters(apis: list[dict[str, Any]] | None) -> dict[str, list[str]]:
+    """{normalised API name: its required parameter names} from a release's API list (the same
+    reading the agents' tool specs use: a parameter is required unless it says otherwise)."""
+    out: dict[str, list[str]] = {}
+    for tool in tools_from_apis([a for a in apis or [] if isinstance(a, dict)]):
+        fn = tool["function"]
+        out[M.normalise_name(fn["name"])] = list(fn["parameters"]["required"])
+    return out
 
 
 @dataclass
@@ -54,10 +81,11 @@ class SessionTask:
     calls: list[Call]
     goals: list[str]
     reference: list[dict[str, Any]] = field(default_factory=list)
+    required: dict[str, list[str]] = field(default_factory=dict)  # normalised API name -> required params
 
     def to_json(self) -> dict[str, Any]:
         return {"conversation_id": self.conversation_id, "intent": self.intent, "issue": self.issue,
-                "user_lines": self.user_lines, "goals": self.goals,
+                "user_lines": self.user_lines, "goals": self.goals, "required": self.required,
                 "calls": [{"name": c.name, "parameters": c.parameters, "output": c.output} for c in self.calls]}
 
 
@@ -114,7 +142,8 @@ def session_task(rows: list[dict[str, Any]]) -> SessionTask:
             seen.add(text)
             goals.append(f"The agent calls {text}")
     return SessionTask(conversation_id=first.get("conversation_id"), intent=name, issue=issue,
-                       user_lines=user_lines, calls=calls, goals=goals, reference=messages)
+                       user_lines=user_lines, calls=calls, goals=goals, reference=messages,
+                       required=required_parameters(first.get("apis")))
 
 
 # --------------------------------------------------------------------------- the simulated user
@@ -166,7 +195,7 @@ def parse_user_message(text: str | None) -> tuple[str | None, str]:
 def environment(task: SessionTask, used: list[bool], call: Call, api_names: list[str]) -> Any:
     """The reference output of the first unused reference call that this call matches."""
     for i, ref in enumerate(task.calls):
-        if not used[i] and ref.matches(call):
+        if not used[i] and ref.matches(call, task.required):
             used[i] = True
             return ref.output if ref.output is not None else {"ok": True}
     known = {M.normalise_name(n) for n in api_names}
@@ -244,10 +273,27 @@ def parse_judge(text: str | None, goals: int) -> Verdict:
 # --------------------------------------------------------------------------- metrics
 
 
-def tool_counts(reference: list[Call], predicted: list[Call]) -> dict[str, int]:
-    recalled = sum(1 for g in reference if any(p.matches(g) for p in predicted))
-    precise = sum(1 for p in predicted if any(p.matches(g) for g in reference))
-    return {"recalled": recalled, "reference": len(reference), "precise": precise, "predicted": len(predicted)}
+def match_calls(reference: list[Call], predicted: list[Call],
+                required: dict[str, list[str]] | None = None) -> list[tuple[int, int]]:
+    """[(reference index, predicted index)]: FlowBench checks each reference call in order against
+    the predicted ones; here each predicted call serves at most one reference call. Matching is
+    equality of (name, required values) after lenient normalisation, so this greedy pass finds a
+    largest one-to-one matching."""
+    taken: set[int] = set()
+    pairs = []
+    for i, ref in enumerate(reference):
+        j = next((j for j, p in enumerate(predicted) if j not in taken and ref.matches(p, required)), None)
+        if j is not None:
+            taken.add(j)
+            pairs.append((i, j))
+    return pairs
+
+
+def tool_counts(reference: list[Call], predicted: list[Call],
+                required: dict[str, list[str]] | None = None) -> dict[str, int]:
+    """Matched calls count once on each side: recalled = precise = the size of the matching."""
+    matched = len(match_calls(reference, predicted, required))
+    return {"recalled": matched, "reference": len(reference), "precise": matched, "predicted": len(predicted)}
 
 
 SESSION_METRICS = [

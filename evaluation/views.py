@@ -60,6 +60,7 @@ def run_create(request: HttpRequest) -> HttpResponse:
                                   similarity=data["similarity"], threshold=data["threshold"],
                                   concurrency=data["concurrency"], comparison=data["comparison"] or M.EXACT,
                                   trials=data["trials"] or 1, dst=data["dst"],
+                                  action_labels=data["action_labels"] or "rules",
                                   max_error_share=0.1 if data["max_error_share"] is None else data["max_error_share"])
     except (services.EvaluationError, S.SimilarityUnavailable) as exc:
         messages.error(request, str(exc))

@@ -94,8 +94,27 @@ class DiscardAdmin(RoleModelAdmin):
 class LLMCallAdmin(RoleModelAdmin):
     list_display = ("id", "job", "stage", "key", "model", "template", "repair", "attempt", "outcome", "validated",
                     "prompt_tokens", "tokens_estimated", "latency_ms")
-    list_filter = ("stage", "outcome", "validated", "tokens_estimated", "model", "job")
+    list_filter = ("stage", "outcome", "validated", "tokens_estimated", "output_form", "model", "job")
     search_fields = ("prompt_hash", "key")
+
+
+@admin.register(m.EndpointCapability, site=site)
+class EndpointCapabilityAdmin(RoleModelAdmin):
+    list_display = ("endpoint", "model", "provider", "structured_outputs", "batches", "checked_at")
+
+
+@admin.register(m.LLMBatch, site=site)
+class LLMBatchAdmin(RoleModelAdmin):
+    list_display = ("id", "job", "remote_id", "status", "remote_status", "requests", "succeeded", "failed", "expired",
+                    "created_at", "finished_at")
+    list_filter = ("status", "job")
+
+
+@admin.register(m.BatchRequest, site=site)
+class BatchRequestAdmin(RoleModelAdmin):
+    list_display = ("id", "job", "stage", "key", "state", "attempts", "batch", "created_at")
+    list_filter = ("state", "stage", "job")
+    search_fields = ("key", "digest")
 
 
 @admin.register(m.ItemClaim, site=site)

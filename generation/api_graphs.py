@@ -24,7 +24,8 @@ def nodes_from_rows(rows) -> list[G.ApiNode]:
             continue
         inputs = [G.Field(str(p.get("name")), str(p.get("type", "")), str(p.get("description", "")))
                   for p in api.parameters or [] if isinstance(p, dict) and p.get("name")]
-        seen[api.name] = G.ApiNode(api.name, api.description, inputs, [G.Field(api.output_name, api.output_type, "")])
+        outputs = [G.Field(api.output_name, api.output_type, "")] if api.output_name else []  # declared only
+        seen[api.name] = G.ApiNode(api.name, api.description, inputs, outputs)
     return list(seen.values())
 
 
@@ -35,15 +36,28 @@ def nodes_from_db(procedure_id: int | None = None) -> list[G.ApiNode]:
     return nodes_from_rows(qs)
 
 
-def nodes_from_file(path: Path) -> list[G.ApiNode]:
+def _read_json(path: Path) -> Any:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise G.ApiGraphInputError(f"{path}: no such file") from exc
     except json.JSONDecodeError as exc:
         raise G.ApiGraphInputError(f"{path}: line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+
+
+def nodes_from_file(path: Path) -> list[G.ApiNode]:
+    data = _read_json(path)
     try:
         return G.load_apis(data)
+    except G.ApiGraphInputError as exc:
+        raise G.ApiGraphInputError(f"{path}: {exc}") from exc
+
+
+def with_output_schemas(apis: list[G.ApiNode], path: Path) -> list[G.ApiNode]:
+    """The APIs with the output schemas of a file imported ({api name: {"returns", "accepts"}})."""
+    data = _read_json(path)
+    try:
+        return G.apply_output_schemas(apis, data)
     except G.ApiGraphInputError as exc:
         raise G.ApiGraphInputError(f"{path}: {exc}") from exc
 

@@ -5,8 +5,10 @@ A flowgraph or conversation graph written by a generation stage or an import is 
 pages read a drawing that is already there. A page that meets a graph the worker has not drawn
 yet (a worker behind, a row older than this) draws it once itself and stores it.
 
-The root element carries ``data-nodes``: the node ids in the renderer's order (Graphviz names node
-i ``n<i>``), so the page script maps a drawn node back to its id; escaped as an attribute.
+The root element carries ``data-layout``, the direction the graph's shape chose
+(``to_svg_readable``; written first, it marks a current drawing: older ones are drawn again once),
+and ``data-nodes``: the node ids in the renderer's order (Graphviz names node i ``n<i>``), so the
+page script maps a drawn node back to its id; escaped as an attribute.
 """
 from __future__ import annotations
 
@@ -19,18 +21,18 @@ from django.db import models, transaction
 from django.utils.html import escape
 
 from generation.pipeline.formats import GraphFormatError, graph_from_json
-from generation.pipeline.render import GraphvizMissing, to_svg
+from generation.pipeline.render import GraphvizMissing, to_svg_readable
 
 log = logging.getLogger(__name__)
 
-# A stored drawing is current when this mark (the node map) is in its first characters.
-DRAWN_MARK = "data-nodes="
+# A stored drawing is current when this mark (the layout direction) is in its first characters.
+DRAWN_MARK = "data-layout="
 DRAWN_WITHIN = 400
 GRAPH_MODELS = ("generation.flowgraph", "generation.conversationgraph")
 
 
 def is_drawn(svg: str | None) -> bool:
-    """Drawings made before the node map count as undrawn (they are redrawn)."""
+    """Drawings made before the layout choice count as undrawn (they are redrawn)."""
     return bool(svg) and DRAWN_MARK in svg[:DRAWN_WITHIN]
 
 
@@ -38,9 +40,9 @@ def graph_drawing(data: Any, highlight: list | None = None) -> tuple[str, str]:
     """(svg, error) for a graph stored as graph_to_json data."""
     try:
         g = graph_from_json(data)
-        svg = to_svg(g, highlight_path=highlight)
+        svg, rankdir = to_svg_readable(g, highlight_path=highlight)
         names = escape(json.dumps([str(n) for n in g.nodes]))
-        return svg.replace("<svg", f'<svg data-nodes="{names}"', 1), ""
+        return svg.replace("<svg", f'<svg data-layout="{rankdir}" data-nodes="{names}"', 1), ""
     except GraphvizMissing as exc:
         return "", str(exc)
     except GraphFormatError as exc:

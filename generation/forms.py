@@ -36,6 +36,10 @@ class JobForm(forms.Form):
     cache = forms.BooleanField(
         required=False, initial=True, label="Use the response cache",
         help_text="Reuse validated replies to identical prompts; untick to call the endpoint for everything.")
+    batch = forms.BooleanField(
+        required=False, initial=False, label="Batch mode (Batch API, half the price)",
+        help_text="Send the LLM stages through the endpoint's Batch API: half the price, results within its "
+                  "window (up to 24 h); each repair goes in the next batch.")
     conversation_graph = forms.ChoiceField(
         choices=[("deterministic", "Deterministic converter"), ("llm", "LLM (prompt A.5)")], initial="deterministic")
     conversations = forms.ChoiceField(
@@ -104,6 +108,7 @@ class JobForm(forms.Form):
         config["temperatures"] = {s: d[f"temperature_{s}"] for s in LLM_STAGES
                                   if d.get(f"temperature_{s}") is not None}
         config["cache"] = bool(d.get("cache"))
+        config["batch"] = bool(d.get("batch"))
         return {"config": config, "name": d.get("name", ""),
                 "import_data": d.get("seed_intents") or d.get("import_file"), "existing": d.get("existing") or None}
 

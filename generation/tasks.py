@@ -135,10 +135,28 @@ def jobs_watchdog_task() -> None:
     services.jobs_watchdog()
 
 
+@shared_task(name="generation.batches_poll", **DB_RETRY)
+def batches_poll_task() -> None:
+    """Batch mode: submit waiting requests, read finished batches, run their items again.
+
+    Idempotent: requests are claimed into a batch and a finished batch into reading by conditional
+    updates, so two polls at once submit and read each once; an item run twice is a no-op (claims).
+    Re-schedules itself while requests wait or batches are open (beat also runs it).
+    """
+    from generation.llm.batches import batches_poll, batches_poll_soon
+
+    rerun, more = batches_poll()
+    for job_id, stage, key in rerun:
+        item_run_task.delay(job_id, stage, key)
+    if more:
+        batches_poll_soon()
+
+
 @worker_ready.connect
 def _recover_on_start(sender=None, **_: object) -> None:
     jobs_recover_task.delay()
     jobs_watchdog_task.delay()
+    batches_poll_task.delay()  # batch mode: batches left open by a stopped worker are read again
 
 
 @shared_task(name="generation.graphs_draw", **DB_RETRY)

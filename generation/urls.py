@@ -7,6 +7,7 @@ urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("jobs/fragment/", views.jobs_fragment, name="jobs_fragment"),
     path("jobs/new/", views.job_launch, name="launch"),
+    path("endpoint-test/", views.endpoint_test, name="endpoint_test"),
     path("jobs/<int:job_id>/", views.job_detail, name="job"),
     path("jobs/<int:job_id>/fragment/", views.job_fragment, name="job_fragment"),
     path("jobs/<int:job_id>/cancel/", views.job_cancel, name="cancel"),

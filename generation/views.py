@@ -13,7 +13,7 @@ from generation import llm, loop_views, services
 from generation.forms import CancelForm, JobForm
 from generation.rates import job_rates
 from generation.models import (
-    Api, Conversation, ConversationGraph, Discard, Flowgraph, GenerationJob, IllegalTransition, Intent, LLMCall,
+    Api, Conversation, ConversationGraph, Discard, Flowgraph, GenerationJob, IllegalTransition, Intent, LLMBatch, LLMCall,
     Procedure, SampledPath, Test,
 )
 
@@ -72,6 +72,22 @@ def job_launch(request: HttpRequest) -> HttpResponse:
     }, status=400)
 
 
+@role_required(ADMIN)
+@require_POST
+def endpoint_test(request: HttpRequest) -> HttpResponse:
+    """Ask the configured endpoint once: provider detected, structured outputs, batches (remembered)."""
+    from django.conf import settings
+
+    from generation.llm.capabilities import probe
+
+    if not llm.endpoint_configured():
+        messages.error(request, llm.NO_ENDPOINT_MESSAGE)
+        return redirect("generation:dashboard")
+    return render(request, "generation/dashboard.html", {
+        "form": JobForm(), "endpoint": True, "probe": probe(), "api_version": settings.OPENAI_API_VERSION,
+        **_jobs_context()})
+
+
 def _job_context(job: GenerationJob) -> dict:
     if services.job_watchdog(job):  # a stalled job is shown as failed, with the reason
         job.refresh_from_db()
@@ -94,11 +110,13 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     reasons = (Discard.objects.filter(job=job).values("stage", "reason").annotate(n=Count("id"))
                .order_by("stage", "-n"))
     calls = Paginator(LLMCall.objects.filter(job=job).order_by("-id").only(
-        "id", "stage", "key", "attempt", "model", "template", "template_version", "outcome", "latency_ms",
+        "id", "stage", "key", "attempt", "model", "template", "template_version", "outcome", "latency_ms", "output_form",
+        "batch_id",
         "prompt_tokens", "completion_tokens", "cost_usd", "error", "created_at"), 50).get_page(request.GET.get("page"))
     return render(request, "generation/job.html", {
         **_job_context(job), **loop_views.job_loop_context(job), "reasons": [{**r, "examples": examples.get((r["stage"], r["reason"]), [])} for r in reasons],
         "calls": calls, "stage_kinds": STAGE_KIND,
+        "batches": list(LLMBatch.objects.filter(job=job).order_by("id")) if job.config.get("batch") else None,
     })
 
 

@@ -26,7 +26,12 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from urllib.parse import parse_qs, urlsplit
+
 import pytest
+
+from tests.fake_batches import BatchStore
+from tests.fake_schema import requested_schema, text_conforms
 
 from tests.fake_replies import (  # noqa: F401 - re-exported: tests import them from here
     Handler,
@@ -76,18 +81,66 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
+    def _refused(self) -> str | None:
+        """Why an Azure-style fake refuses this request (no api-version, no api-key header), if it does."""
+        fake = self.server.fake
+        parts = urlsplit(self.path)
+        if not fake.azure:
+            return None
+        if not parts.path.startswith("/openai/"):
+            return "404 Resource not found (Azure paths start with /openai/)"
+        if not parse_qs(parts.query).get("api-version"):
+            return "404 Resource not found (missing api-version)"
+        if not self.headers.get("api-key"):
+            return "401 Access denied due to missing api-key header"
+        return None
+
     def do_GET(self) -> None:  # noqa: N802
-        if self.path.rstrip("/").endswith("/models"):
+        path = urlsplit(self.path).path.rstrip("/")
+        refused = self._refused()
+        if refused:
+            self._send(int(refused[:3]), json.dumps({"error": {"message": refused[4:]}}))
+        elif path.endswith("/models"):
             self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}))
+        elif "/batches" in path or "/files" in path:
+            if not self.server.fake.batches_enabled:
+                self._send(404, json.dumps({"error": {"message": "not found"}}))
+                return
+            status, body = self.server.fake.batch_store.get(path)
+            if isinstance(body, bytes):
+                self._send_bytes(status, body)
+            else:
+                self._send(status, json.dumps(body))
         else:
             self._send(404, json.dumps({"error": {"message": "not found"}}))
+
+    def _send_bytes(self, status: int, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        path = urlsplit(self.path).path.rstrip("/")
+        refused = self._refused()
+        if refused:
+            self._send(int(refused[:3]), json.dumps({"error": {"message": refused[4:]}}))
+            return
+        if path.endswith("/files") or path.endswith("/batches"):
+            if not self.server.fake.batches_enabled:
+                self._send(404, json.dumps({"error": {"message": f"unknown path {path}"}}))
+                return
+            status, body = self.server.fake.batch_store.post(path, self.headers, raw)
+            self._send(status, json.dumps(body))
+            return
+        if not path.endswith("/chat/completions"):
             self._send(404, json.dumps({"error": {"message": f"unknown path {self.path}"}}))
             return
+        if self.server.fake.azure:
+            self.server.fake.deployments.append(path.split("/deployments/")[-1].split("/")[0])
         try:
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
@@ -100,8 +153,25 @@ class FakeOpenAI:
     """Context manager: a started server on 127.0.0.1 with a random port."""
 
     def __init__(self, handler: Handler | None = None, *, latency: float = 0.0,
-                 max_concurrency: int | None = None, model: str | None = None, rate_limit=None) -> None:
+                 max_concurrency: int | None = None, model: str | None = None, rate_limit=None,
+                 structured_outputs: str = "accept", azure: bool = False, batches: bool = True,
+                 batch_script=None) -> None:
+        """`structured_outputs`: what a json_schema response_format meets — "accept" (taken, the
+        handler answers as it will), "honour" (the reply always conforms: a handler reply that
+        does not is drawn again, up to 8 times, as constrained decoding would never emit it) or
+        "refuse" (HTTP 400 naming response_format, like servers without structured outputs).
+        `azure`: speak Azure OpenAI (paths under /openai/deployments/<name>/, `api-version`
+        required, the key in an `api-key` header). `batches`: serve /files and /batches
+        (tests/fake_batches.py; `batch_script` scripts failing and expiring lines)."""
         self._handler: Handler = handler or _default_handler
+        if structured_outputs not in ("accept", "honour", "refuse"):
+            raise ValueError(f"structured_outputs {structured_outputs!r}")
+        self.structured_outputs = structured_outputs
+        self.azure = azure
+        self.deployments: list[str] = []
+        self.batches_enabled = batches
+        self.batch_store = BatchStore(self)
+        self.batch_store.script = batch_script
         self.rate_limit = rate_limit
         self.latency = latency
         self.max_concurrency = max_concurrency
@@ -179,11 +249,7 @@ class FakeOpenAI:
             with self._lock:
                 self.in_flight += 1
                 self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-            try:
-                reply = self._handler(body, n)
-            except Exception as exc:  # a broken test handler shows up as a 500 with the reason
-                reply = Reply.server_error(500)
-                reply.raw_body = json.dumps({"error": {"message": f"fake handler raised {exc!r}"}})
+            reply = self._reply(body, n)
             with self._lock:
                 self.replies.append(reply)
             wait = self.latency + reply.delay
@@ -202,6 +268,32 @@ class FakeOpenAI:
             http._send(reply.status, json.dumps({"error": {"message": f"fake status {reply.status}"}}), headers)
             return
         http._send(200, json.dumps(self._completion(body, reply, n)), headers)
+
+    def _reply(self, body: dict, n: int) -> Reply:
+        schema = requested_schema(body)
+        if schema is not None and self.structured_outputs == "refuse":
+            return Reply.client_error(400, "Invalid parameter: 'response_format' of type 'json_schema' is not "
+                                           "supported with this model (fake)")
+        for _ in range(8 if schema is not None and self.structured_outputs == "honour" else 1):
+            try:
+                reply = self._handler(body, n)
+            except Exception as exc:  # a broken test handler shows up as a 500 with the reason
+                reply = Reply.server_error(500)
+                reply.raw_body = json.dumps({"error": {"message": f"fake handler raised {exc!r}"}})
+            if schema is None or self.structured_outputs != "honour" or reply.status != 200 or \
+                    (reply.raw_body is None and text_conforms(reply.content, schema)):
+                break
+        return reply
+
+    def _answer(self, body: dict) -> tuple[int, dict]:
+        """A batch line: (status, body) as the online endpoint would answer it (no latency, no rate limit)."""
+        with self._lock:
+            n = next(self._counter)
+        reply = self._reply(body, n)
+        if reply.status != 200 or reply.raw_body is not None:
+            status = reply.status if reply.status != 200 else 500
+            return status, {"error": {"message": f"fake status {status}", "type": "server_error"}}
+        return 200, self._completion(body, reply, n)
 
     def _completion(self, body: dict, reply: Reply, n: int) -> dict:
         message: dict = {"role": "assistant", "content": reply.content}

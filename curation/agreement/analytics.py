@@ -1,9 +1,11 @@
 """Analytics by generator setting (i15): for each review stage, acceptance rate, agreement (percent,
 Cohen's κ, Krippendorff's α), adjudication rate and the top rejection reasons, sliced by generator
 model, prompt template version, temperature, sampler, mode (LLM / offline / deterministic /
-procedure) and noise kind, each with a 95 % interval and the item count.
+procedure), noise kind, output form (free text, JSON by the prompt, JSON Schema as structured
+outputs) and channel (online or Batch API), each with a 95 % interval and the item count.
 
-Intervals: Wilson score intervals for the rates; for κ and α a percentile bootstrap over items
+Intervals: Wilson score intervals for the rates; for κ and α a percentile bootstrap over items, drawn
+as counts of item types (curation.agreement.resample)
 (400 resamples, fixed seed, so the page is stable). An item counts once per slice value it has
 (a conversation with two noise kinds counts under both).
 """
@@ -16,13 +18,21 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Callable
 
-from curation.agreement.measures import cohen_kappa, krippendorff_alpha_nominal
+from curation.agreement.measures import (
+    cohen_kappa,
+    cohen_kappa_table,
+    composition,
+    krippendorff_alpha_compositions,
+    krippendorff_alpha_nominal,
+)
+from curation.agreement.resample import bootstrap_types
 from curation.models import ItemState, Resolution, Review, ReviewItem, ReviewStage, Verdict
 from curation.reviews.services import STAGE_MODELS
 from generation.models import LLMCall
 
 DIMENSIONS = [("model", "Generator model"), ("prompt", "Prompt template version"), ("temperature", "Temperature"),
-              ("sampler", "Sampler"), ("mode", "Mode"), ("noise", "Noise kind")]
+              ("sampler", "Sampler"), ("mode", "Mode"), ("noise", "Noise kind"),
+              ("output_form", "Output form (structured outputs)"), ("channel", "Sent online or in a batch")]
 Z = 1.959964
 BOOTSTRAP = 400
 
@@ -40,7 +50,10 @@ def wilson(k: int, n: int) -> tuple[float | None, float | None, float | None]:
 
 def bootstrap(units: list[list[str]], stat: Callable[[list[list[str]]], float | None], seed: int = 15
               ) -> tuple[float | None, float | None]:
-    """95 % percentile interval of ``stat`` over items resampled with replacement."""
+    """95 % percentile interval of ``stat`` over items resampled one by one with replacement.
+
+    The page uses ``type_bootstrap`` (the same distribution, at a cost independent of the item
+    count); this plain version stays as the reference the tests compare it with."""
     if len(units) < 2:
         return None, None
     rng = random.Random(seed)
@@ -53,6 +66,18 @@ def bootstrap(units: list[list[str]], stat: Callable[[list[list[str]]], float | 
         return None, None
     values.sort()
     return values[int(0.025 * (len(values) - 1))], values[int(0.975 * (len(values) - 1))]
+
+
+def type_bootstrap(votes: list[list[str]], measure: str) -> tuple[float | None, float | None]:
+    """``bootstrap(votes, _kappa or _alpha)``'s distribution, drawn over item types
+    (curation.agreement.resample)."""
+    if measure == "kappa":
+        types = Counter((u[0], u[1]) for u in votes if len(u) >= 2)
+        return bootstrap_types(types, lambda t: cohen_kappa_table(t).value, resamples=BOOTSTRAP, seed=15) \
+            if len(votes) >= 2 else (None, None)
+    types = Counter(composition(u) for u in votes)
+    return bootstrap_types(types, lambda t: krippendorff_alpha_compositions(t).value, resamples=BOOTSTRAP,
+                           seed=15) if len(votes) >= 2 else (None, None)
 
 
 def _kappa(units):
@@ -84,14 +109,14 @@ def slice_figures(units: list[Unit]) -> dict[str, Any]:
         "items": len(units), "decided": len(decided),
         "acceptance": acc[0], "acceptance_ci": acc[1:],
         "percent_agreement": pct[0], "percent_agreement_ci": pct[1:], "pairs": len(pairs),
-        "kappa": kappa, "kappa_ci": bootstrap(votes, _kappa) if kappa is not None else (None, None),
-        "alpha": alpha, "alpha_ci": bootstrap(votes, _alpha) if alpha is not None else (None, None),
+        "kappa": kappa, "kappa_ci": type_bootstrap(votes, "kappa") if kappa is not None else (None, None),
+        "alpha": alpha, "alpha_ci": type_bootstrap(votes, "alpha") if alpha is not None else (None, None),
         "adjudication": adj[0], "adjudication_ci": adj[1:],
         "top_reasons": reasons.most_common(3),
     }
 
 
-def _settings(stage: str, ids: list[int]) -> dict[int, dict[str, list[str]]]:
+def _settings(stage: str, ids) -> dict[int, dict[str, list[str]]]:
     """Each artifact's setting per dimension (a list: noise kinds may be several)."""
     model = STAGE_MODELS[stage]
     extra = {ReviewStage.CONVERSATION: ["mode", "noise_kinds", "path__sampler"],
@@ -99,7 +124,8 @@ def _settings(stage: str, ids: list[int]) -> dict[int, dict[str, list[str]]]:
     rows = list(model.objects.filter(pk__in=ids).values("pk", "job_id", "key", "origin", *extra))
     calls: dict[tuple[int, str], dict] = {}
     for c in (LLMCall.objects.filter(job_id__in={r["job_id"] for r in rows if r["job_id"]}).order_by("id")
-              .values("job_id", "key", "model", "template", "template_version", "request__temperature")):
+              .values("job_id", "key", "model", "template", "template_version", "request__temperature",
+                      "output_form", "batch_id")):
         calls[(c["job_id"], c["key"])] = c  # the last call for the work item wins
     out = {}
     for r in rows:
@@ -113,27 +139,39 @@ def _settings(stage: str, ids: list[int]) -> dict[int, dict[str, list[str]]]:
             "sampler": [r.get("path__sampler") or "n/a"],
             "mode": [r.get("mode") or ("llm" if c else r["origin"])],
             "noise": (list(noise) or ["none"]) if noise is not None else ["n/a"],
+            "output_form": [c["output_form"] if c else "none (no LLM)"],
+            "channel": [("batch" if c["batch_id"] else "online") if c else "none (no LLM)"],
         }
     return out
 
 
-def stage_analytics(stage: str) -> dict[str, list[dict[str, Any]]]:
-    """{dimension: [{value, **figures}]} for one review stage, over items with at least one review."""
-    items = list(ReviewItem.objects.filter(stage=stage, review_count__gte=1).values("pk", "object_id", "state",
-                                                                                       "decision"))
+def stage_analytics(stage: str, dims: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """{dimension: [{value, **figures}]} for one review stage, over items with at least one review
+    (every dimension, or those in `dims`)."""
+    reviewed = ReviewItem.objects.filter(stage=stage, review_count__gte=1)
+    items = list(reviewed.values("pk", "object_id", "state", "decision"))
     units: dict[int, Unit] = {}
     for it in items:
         units[it["pk"]] = Unit(decision=it["decision"] if it["state"] == ItemState.DECIDED else "")
-    for item_id, verdict, codes in Review.objects.filter(item_id__in=units).order_by("item_id", "id").values_list(
-            "item_id", "verdict", "reason_codes"):
-        units[item_id].verdicts.append(verdict)
+    # Joined on the item rather than `item_id IN (...)`: at 50,000 items the list of ids cost more
+    # to build than the query to run. A row of an item reviewed since the first read is skipped.
+    for item_id, verdict, codes in (Review.objects.filter(item__stage=stage, item__review_count__gte=1)
+                                    .order_by("item_id", "id").values_list("item_id", "verdict", "reason_codes")):
+        unit = units.get(item_id)
+        if unit is None:
+            continue
+        unit.verdicts.append(verdict)
         if verdict == Verdict.REJECT:
-            units[item_id].reasons += list(codes or [])
-    for item_id in Resolution.objects.filter(item_id__in=units).values_list("item_id", flat=True):
-        units[item_id].adjudicated = True
-    settings = _settings(stage, [it["object_id"] for it in items])
+            unit.reasons += list(codes or [])
+    for item_id in Resolution.objects.filter(item__stage=stage, item__review_count__gte=1).values_list(
+            "item_id", flat=True):
+        if item_id in units:
+            units[item_id].adjudicated = True
+    settings = _settings(stage, reviewed.values("object_id"))
     out: dict[str, list[dict[str, Any]]] = {}
     for dim, _ in DIMENSIONS:
+        if dims is not None and dim not in dims:
+            continue
         groups: dict[str, list[Unit]] = defaultdict(list)
         for it in items:
             for value in settings.get(it["object_id"], {}).get(dim, ["unknown"]):

@@ -26,11 +26,14 @@ class Release(models.Model):
     content_hash = models.CharField(max_length=64)
     manifest = models.JSONField(default=dict)
     card = models.TextField(blank=True)
+    # The fidelity audit of the frozen tests (curation.releases.audit), and for an automatic
+    # release how many tests failing it were left out.
+    audit = models.JSONField(default=dict, blank=True)
     licence = models.CharField(max_length=100, default="CC-BY-4.0")
     # What content_hash covers (release_verify): "stored", every stored value as release_create
     # writes it (test_hash_line, then each batch's records); "rows", the whole rows' canonical JSON,
     # then the records, per batch: the hash published with releases frozen before storage format 2
-    # (migration 0008 rewrote them and kept it).
+    # (migration 0010 rewrote them and kept it).
     hash_scheme = models.CharField(max_length=8, default="stored", choices=[
         ("stored", "Every stored value (releases frozen in format 2)"),
         ("rows", "Whole rows, then records (releases frozen in format 1)")])

@@ -166,6 +166,8 @@ class AuditEvent(models.Model):
         SKIP = "skip", "Skip"
         VERDICT = "verdict", "Verdict"
         UNDO = "undo", "Undo"
+        CHANGE = "change", "Verdict changed"
+        COMMENT = "comment", "Comment"
         RESOLVE = "resolve", "Resolution"
         CASCADE = "cascade", "Cascade"
         EXCLUDE = "exclude", "Excluded by a rejected ancestor"

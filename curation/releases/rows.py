@@ -2,7 +2,7 @@
 
 A row whose ``procedure_id`` is NULL is whole: its ``data`` the whole test row and its
 ``csv_line`` the whole CSV record (releases frozen before the slim rows, rewritten by migration
-0008, and rows built by hand). A row whose ``procedure_id`` is set is *slim* (release_create): its
+0010, and rows built by hand). A row whose ``procedure_id`` is set is *slim* (release_create): its
 ``data`` lacks the three values that are the same for every test of a procedure ("apis",
 "intent", "procedure") and its ``csv_line`` the six cells built from them (intent_id … apis). The
 release's "procedure" and "intent" records (frozen once per release and covered by the content

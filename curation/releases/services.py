@@ -25,6 +25,8 @@ import webhooks
 from almita_web.bounds import json_ids
 from curation.guidance.services import gold_tests_q
 from curation.models import Release, ReleaseKind, ReleaseRecord, ReleaseTest, ReviewStage
+from curation.releases.audit import card_lines as audit_card_lines
+from curation.releases.audit import release_audit
 from curation.releases.card import release_card, release_manifest
 from curation.releases.csv_render import csv_stream, guarded
 from curation.releases.exports import (  # the downloads other apps stream
@@ -38,6 +40,7 @@ from curation.releases.exports import (  # the downloads other apps stream
 from curation.releases.freeze import CHUNK, NO_NOISE, canonical_text, freeze, test_hash_line
 from curation.releases.rows import plain_rows, raw_rows, records, release_test_row, release_test_rows
 from generation.models import CurationStatus, Test
+from generation.services.audit import audit_tests
 
 LICENCES = ("CC-BY-4.0", "CC-BY-SA-4.0", "CC0-1.0", "CC-BY-NC-4.0", "proprietary")
 FILTER_KEYS = ("jobs", "stages", "intents", "noise_kinds")
@@ -150,21 +153,33 @@ def release_create(*, name: str, kind: str = ReleaseKind.CURATED, filters: dict 
     if not tests_for(kind, filters).exists():  # (counting them all took a quarter second at 80,000)
         nothing = preview_text({"tests": 0, "conversations": 0, "graphs": 0})
         raise ReleaseError(f"the filters select {nothing}; an empty release is not made")
+    selected = tests_for(kind, filters)
+    left_out = 0
+    if kind == ReleaseKind.AUTOMATIC:  # issue #28: an automatic release leaves out what fails the audit
+        failing = audit_tests(selected)
+        left_out = len(failing)
+        if failing:
+            selected = selected.exclude(pk__in=list(failing))
+            if not selected.exists():
+                raise ReleaseError(f"all {left_out} selected tests fail the fidelity audit; an empty release "
+                                   "is not made")
     version = (Release.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0) + 1
     try:
         with transaction.atomic():
             release = Release.objects.create(
                 name=name, version=version, kind=kind, filters=filters, created_by=created_by,
                 created_at=timezone.now(), content_hash="", manifest={}, licence=licence,
+                audit={"left_out": left_out},
             )
     except IntegrityError:  # another release of this name took the version number first
         raise ReleaseError(f"'{name}' v{version} was just created by someone else; try again") from None
     digest = hashlib.sha256()
-    stats = freeze(release, tests_for(kind, filters), digest)
+    stats = freeze(release, selected, digest)
     release.content_hash = digest.hexdigest()
     release.manifest = release_manifest(release, stats)
-    release.card = release_card(release, stats)
-    release.save(update_fields=["content_hash", "manifest", "card"])
+    release.audit = release_audit(release)
+    release.card = release_card(release, stats) + "\n" + "\n".join(audit_card_lines(release.audit))
+    release.save(update_fields=["content_hash", "manifest", "card", "audit"])
     webhooks.emit("release.created", release_id=release.pk, name=release.name, version=release.version,
                   kind=release.kind, content_hash=release.content_hash)
     return release
@@ -265,7 +280,7 @@ def iter_records(release: Release, kinds: Iterable[str], chunk_size: int = 2000)
 
 
 __all__ = [
-    "FORMATS", "LICENCES", "ReleaseError", "csv_stream", "export_release", "guarded", "jsonl_chunks", "plain_rows",
-    "release_create", "release_find", "release_rows_raw", "release_test_row", "release_test_rows", "release_verify",
+    "FORMATS", "LICENCES", "ReleaseError", "audit_card_lines", "csv_stream", "export_release", "guarded", "jsonl_chunks", "plain_rows",
+    "release_audit", "release_create", "release_find", "release_rows_raw", "release_test_row", "release_test_rows", "release_verify",
     "spreadsheet_safe", "tests_for", "write_chunks",
 ]

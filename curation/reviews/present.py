@@ -45,7 +45,7 @@ def highlighted_svg(cg: ConversationGraph, path_nodes: list, conversation_id: in
     # The cache outlives the database (a file cache shared by all processes): the row's creation
     # time and the path itself are in the key, so a reused primary key never finds an old drawing.
     path_digest = hashlib.sha256(json.dumps([str(n) for n in path_nodes]).encode()).hexdigest()[:16]
-    key = f"curation:svg2:cg{cg.pk}:{cg.created_at.timestamp():.6f}:cv{conversation_id}:{path_digest}"
+    key = f"curation:svg3:cg{cg.pk}:{cg.created_at.timestamp():.6f}:cv{conversation_id}:{path_digest}"
     svg = cache.get(key)
     if svg is None:
         svg, error = graph_drawing(cg.data, highlight=list(path_nodes))
@@ -124,7 +124,7 @@ def item_context(item: ReviewItem) -> dict[str, Any]:
             cg = artifact.path.conversation_graph
             cg_data, path_nodes = cg.data, list(artifact.path.node_ids)
             ctx["path"] = artifact.path
-            ctx["graphs"].append({"title": "Conversation graph, this conversation's path highlighted",
+            ctx["graphs"].append({"title": "Conversation graph · this path highlighted",
                                   **highlighted_svg(cg, artifact.path.node_ids, artifact.pk), "flaggable": True})
         ctx["turns"] = _turns(artifact.messages or [], cg_data, path_nodes)
         labelled = turns_with_actions(artifact.messages or [], artifact.turn_actions)  # #17: ToolDial actions

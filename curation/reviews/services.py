@@ -19,7 +19,7 @@ import webhooks
 from almita_web.roles import ADJUDICATOR, ADMIN, RESEARCHER, user_roles
 from curation.guidance import services as guidance
 from curation.models import AuditEvent, Claim, ItemState, Resolution, Review, ReviewItem, Skip, Verdict
-from curation.reviews import queue
+from curation.reviews import discussion, queue
 from curation.reviews.claims import (  # noqa: F401  (re-exported: the workflow's public surface stays here)
     CurationError,
     _audit,
@@ -42,6 +42,7 @@ from curation.reviews.lineage import (  # noqa: F401  (re-exported for other app
     items_sync_throttled,
     policy_for,
 )
+from curation.reviews.digest import digest_enabled, send_digest  # noqa: F401  (re-exported)
 from curation.reviews.queue import count_candidates  # noqa: F401  (re-exported)
 from curation.reviews.state import Effective, effective_q, exclusion_reason  # noqa: F401  (re-exported)
 from generation.models import CurationStatus, Test
@@ -224,6 +225,7 @@ def item_resolve(*, adjudicator, item_id: int, decision: str, note: str) -> Revi
                              "created_at": timezone.now()},
     )
     _decide(item, decision, adjudicator)
+    discussion.notify_overturned(item, decision, note)
     webhooks.emit("item.adjudicated", item_id=item.pk, stage=item.stage, object_id=item.object_id, decision=decision)
     _audit(adjudicator, AuditEvent.Action.RESOLVE, item, before, {**_item_snapshot(item), "note": note})
     return item

@@ -15,10 +15,12 @@ from django.views.decorators.http import require_GET, require_POST
 from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, has_role, role_required
 from curation.agreement import services as agreement_services
 from curation.guidance import services as guidance
-from curation.models import AuditEvent, ItemState, ReviewItem, ReviewStage
+from curation.models import ItemState, ReviewItem, ReviewStage
 from curation.releases.services import csv_stream
+from curation.reviews import discussion
 from curation.reviews import queue as item_queue
 from curation.reviews import services
+from curation.reviews.audit import audit_page
 from curation.reviews.forms import ResolveForm, ReviewForm, SkipForm
 from curation.reviews.present import item_context, stage_fragments
 from curation.reviews.state import describe
@@ -90,6 +92,10 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
         .select_related("annotator"),
     })
     ctx.update(guidance.review_page_extras(item, ctx, own))  # issue #16: flag panel
+    if own is not None or has_role(request.user, ADMIN):  # issue #31: history and discussion
+        can_change = own is not None and item.state == ItemState.OPEN and not item.excluded
+        ctx.update({"thread": discussion.thread(request.user, item), "can_change": can_change,
+                    "change_reasons": guidance.reason_codes(item.stage) if can_change else []})
     return render(request, "curation/review.html", ctx)
 
 
@@ -193,6 +199,7 @@ def adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
         "effective": describe(item),
         "cascade": services.descendant_statuses(item),
         "history": item.audit.select_related("actor").order_by("at", "id"),
+        "thread": discussion.thread(request.user, item, names=request.GET.get("names") == "1"),
     })
     ctx["flags"] = guidance.combined_for_page(list(ctx["reviews"]), ctx["show_names"])  # issue #16
     return render(request, "curation/adjudicate.html", ctx)
@@ -232,11 +239,8 @@ def progress(request: HttpRequest) -> HttpResponse:
 @require_GET
 @role_required(ADMIN)
 def audit(request: HttpRequest) -> HttpResponse:
-    events = AuditEvent.objects.select_related("actor", "item")
-    action = request.GET.get("action")
-    if action in AuditEvent.Action.values:
-        events = events.filter(action=action)
-    return render(request, "curation/audit.html", {
-        "events": events[:300], "actions": AuditEvent.Action.choices, "action": action,
-        "admin_url": reverse("admin:curation_auditevent_changelist"),
-    })
+    ctx = audit_page(request.GET)
+    for error in ctx["filters"].errors:
+        messages.error(request, error)
+    ctx["admin_url"] = reverse("admin:curation_auditevent_changelist")
+    return render(request, "curation/audit.html", ctx)

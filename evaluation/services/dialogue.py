@@ -50,6 +50,28 @@ def agent_state(agent: Agent, entry: ReleaseTest, *, key: str) -> dict[str, Any]
     return state if state is not None else {"invalid": (result.content or "")[:500]}
 
 
+def agent_action_label(agent: Agent, entry: ReleaseTest, *, key: str) -> str:
+    """Action labels asked of the model (ToolDial's action prediction): the action the agent's model
+    says comes next after the test's context, or ``invalid``. A reference agent has no model: the
+    gold agent answers the expected action, the others the rules' label of their fixed answer."""
+    data = release_test_row(entry)
+    if agent.is_reference:
+        from evaluation.agents import reference_action
+
+        if agent.mode == "gold":
+            return DA.expected_action_of(data)
+        return DA.answer_action(data.get("context") or [], reference_action(agent.mode, data))
+    from generation.llm import chat
+
+    messages = build_messages(with_workflow(agent, data), knowledge=agent.knowledge)
+    messages[0]["content"] += "\n\n" + DA.ACTION_INSTRUCTION
+    result = chat(stage=LLM_STAGE, messages=messages, model=agent.model or settings.EVALUATION_MODEL,
+                  temperature=agent.temperature, key=key + ":action", template=PROMPT_TEMPLATE + "_action",
+                  template_version="1", base_url=agent.base_url or None, api_key=agent_api_key(agent),
+                  use_cache=False)
+    return DA.parse_action_label(result.content)
+
+
 def dialogue_sections(run: EvaluationRun, groups: dict[int, dict[str, list[str]]]) -> dict[str, Any]:
     """The report's "actions" section (first trial; an unanswered test is a wrong action) and,
     for a DST run, its "dst" section."""
@@ -70,7 +92,8 @@ def dialogue_sections(run: EvaluationRun, groups: dict[int, dict[str, list[str]]
             dst_rows.append((gold.get(pk, {"api": None, "slots": {}}),
                              predicted_state if answered and isinstance(predicted_state, dict)
                              and "invalid" not in predicted_state else None, groups.get(pk, {})))
-    out: dict[str, Any] = {"actions": DA.action_report(pairs)}
+    out: dict[str, Any] = {"actions": {**DA.action_report(pairs), "labels_from": run.action_labels,
+                                       "labels_from_detail": DA.ACTION_LABELS.get(run.action_labels, "")}}
     if run.dst:
         out["dst"] = {**D.dst_scores((g, p) for g, p, _ in dst_rows),
                       "by_stage": D.dst_breakdown(dst_rows, "stage"), "by_noise": D.dst_breakdown(dst_rows, "noise")}

@@ -35,7 +35,7 @@ def run_rejudge(*, run: EvaluationRun, similarity: str = S.AUTO, threshold: floa
         agent=source.agent, release=source.release, created_by=created_by, similarity=scorer.name,
         threshold=threshold, concurrency=1, total=source.total, rejudged_from=source,
         comparison=source.comparison if comparison is None else comparison, trials=source.trials, dst=source.dst,
-        max_error_share=source.max_error_share)
+        max_error_share=source.max_error_share, action_labels=source.action_labels)
     copied = [TestResult(run=new, entry_id=entry_id, trial=trial, raw_reply=raw, parsed=parsed, latency_ms=latency,
                          llm_call_id=call_id, attempts=attempts, predicted_state=state, predicted_action=action)
               for entry_id, trial, raw, parsed, latency, call_id, attempts, state, action in source.results.filter(

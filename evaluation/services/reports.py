@@ -195,7 +195,8 @@ def extra_report_lines(report: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     actions = report.get("actions")
     if actions and actions["total"]:
-        lines.append(f"action prediction accuracy: {_pct(actions['accuracy'])} ({actions['correct']}/{actions['total']})")
+        lines.append(f"action prediction accuracy: {_pct(actions['accuracy'])} ({actions['correct']}/{actions['total']}); "
+                     f"labels: {actions.get('labels_from_detail') or 'lexical rules on the agent answer'}")
     dst = report.get("dst")
     if dst:
         lines.append(f"dialogue state: joint goal accuracy {_pct(dst['joint_goal_accuracy'])} "

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from curation.models import Release
 from curation.releases.services import release_test_row
+from evaluation import dialogue_actions as DA
 from evaluation import metrics as M
 from evaluation import reader as R
 from evaluation import run_health as H
@@ -29,7 +30,7 @@ from evaluation.agent_kinds import lanes_for  # issue #18: an HTTP agent caps th
 from evaluation.models import Agent, AgentMode, EvaluationRun, ResultState, RunStatus, TestResult
 from evaluation.services.agents import agent_answer
 from evaluation.services.common import BOOTSTRAP_SAMPLES, EvaluationError
-from evaluation.services.dialogue import agent_state
+from evaluation.services.dialogue import agent_action_label, agent_state
 from evaluation.services.lifecycle import (
     cancel_run,
     claim_pending,
@@ -51,12 +52,13 @@ SAMPLED_BY_TEMPERATURE = (AgentMode.PROMPT, AgentMode.FUNCTIONS, AgentMode.OWN_P
 def run_create(*, agent: Agent, release: Release, created_by=None, similarity: str = S.AUTO,
                threshold: float | None = None, concurrency: int | None = None, start: bool = True,
                comparison: str = M.EXACT, trials: int = 1, dst: bool = False,
-               max_error_share: float = H.DEFAULT_MAX_ERROR_SHARE) -> EvaluationRun:
+               max_error_share: float = H.DEFAULT_MAX_ERROR_SHARE, action_labels: str = DA.RULES) -> EvaluationRun:
     """A queued run with one pending result per release test and trial; started by a worker after
     commit. `trials` > 1 repeats each test (pass^k): an LLM agent whose temperature we set needs
     temperature > 0; an HTTP agent is sampled as it is. `dst` also asks the agent for the
     dialogue state at each test. Above `max_error_share` of tests without a readable answer the
-    run ends failed (evaluation/run_health.py)."""
+    run ends failed (evaluation/run_health.py). `action_labels` says where the predicted dialogue
+    action comes from: the rules on the answer, or the agent's model asked for the label (ToolDial)."""
     scorer = S.get_scorer(similarity)  # raises when BERTScore is asked for but not installed
     if comparison not in M.COMPARISONS:
         raise EvaluationError(f"unknown comparison {comparison!r}; choose one of {', '.join(M.COMPARISONS)}")
@@ -66,6 +68,11 @@ def run_create(*, agent: Agent, release: Release, created_by=None, similarity: s
     if trials > 1 and agent.mode in SAMPLED_BY_TEMPERATURE and agent.temperature <= 0:
         raise EvaluationError(f"repeated trials need an agent with temperature > 0: {agent.name} has "
                               f"{agent.temperature}, so every trial would give the same answer")
+    if action_labels not in DA.ACTION_LABELS:
+        raise EvaluationError(f"unknown action labels {action_labels!r}; choose one of {', '.join(DA.ACTION_LABELS)}")
+    if action_labels == DA.MODEL and agent.mode == AgentMode.HTTP:
+        raise EvaluationError(f"{agent.name} is an HTTP agent: it answers the protocol, not a question about the next "
+                              "action; use the rules for its action labels")
     if not 0.0 <= float(max_error_share) <= 1.0:
         raise EvaluationError(f"the error share limit must lie in 0..1, not {max_error_share}")
     entry_ids = list(release.entries.values_list("pk", flat=True))
@@ -81,6 +88,7 @@ def run_create(*, agent: Agent, release: Release, created_by=None, similarity: s
         threshold=settings.BERTSCORE_THRESHOLD if threshold is None else threshold,
         concurrency=lanes_for(agent, concurrency or settings.LLM_MAX_CONCURRENCY), total=len(entry_ids) * trials,
         comparison=comparison, trials=trials, dst=bool(dst), max_error_share=float(max_error_share),
+        action_labels=action_labels,
     )
     TestResult.objects.bulk_create([TestResult(run=run, entry_id=pk, trial=t) for t in range(trials)
                                     for pk in entry_ids], batch_size=500)
@@ -211,6 +219,11 @@ def _answer_fields(run: EvaluationRun, result: TestResult, data: dict[str, Any],
     fields = {"raw_reply": answer.raw, "parsed": answer.action, "latency_ms": answer.latency_ms,
               "llm_call_id": answer.call_id, **judged_fields(outcome, answer.action),
               "predicted_action": answer_action(data.get("context") or [], answer.action)}
+    if run.action_labels == DA.MODEL:
+        try:
+            fields["predicted_action"] = agent_action_label(run.agent, result.entry, key=key)
+        except LLMFailed:  # the answer was given; its label could not be asked: wrong
+            fields["predicted_action"] = DA.FAILED
     if run.dst:
         try:
             fields["predicted_state"] = agent_state(run.agent, result.entry, key=key)

@@ -4,6 +4,7 @@ from generation.llm.client import backoff_delay, cache_key, chat, request_hash
 from generation.llm.limiter import limiter_for
 from generation.llm.config import (
     NO_ENDPOINT_MESSAGE,
+    LLMDeferred,
     LLMError,
     LLMFailed,
     LLMResult,
@@ -19,7 +20,7 @@ from generation.llm.config import (
 from generation.llm.repair import Answer, ask, repair_message
 
 __all__ = [
-    "NO_ENDPOINT_MESSAGE", "Answer", "ask", "cache_key", "calls_mark_lost", "estimate_prompt_tokens", "repair_message", "LLMError", "LLMFailed", "LLMResult", "LLMStopped", "LLMUnavailable", "backoff_delay", "chat",
+    "NO_ENDPOINT_MESSAGE", "Answer", "ask", "cache_key", "calls_mark_lost", "estimate_prompt_tokens", "repair_message", "LLMDeferred", "LLMError", "LLMFailed", "LLMResult", "LLMStopped", "LLMUnavailable", "backoff_delay", "chat",
     "cost_of", "endpoint_configured", "limiter_for", "parse_prices", "public_endpoint", "request_hash",
     "require_endpoint", "stage_model",
 ]

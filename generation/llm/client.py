@@ -10,7 +10,12 @@
   any other 4xx fails at once;
 * one LLMCall row per attempt (the request without any key, the reply, tokens, latency, outcome);
 * a response cache: the same model + messages + parameters reuse the stored OK reply (LLM_CACHE);
-* cost from the LLM_PRICES table.
+* cost from the LLM_PRICES table;
+* structured outputs: a stage's JSON Schema goes as `response_format` where the endpoint and
+  model take it (learnt from the first reply and remembered, capabilities.py); a 400 refusing it
+  switches that endpoint and model to the prompt-only form, and the call is sent again in it;
+* batch mode (`batch=True`): the request joins the job's next Batch API batch (batches.py) and
+  LLMDeferred is raised until its reply is in.
 
 The key is read from settings when the client is built and never written to a row or a log.
 """
@@ -20,7 +25,6 @@ import hashlib
 import json
 import logging
 import random
-import threading
 import time
 from typing import Any, Callable
 
@@ -28,8 +32,9 @@ import openai
 from django.conf import settings
 from openai.types.chat import ChatCompletion
 
-from generation.llm import accounting
+from generation.llm import accounting, capabilities
 from generation.llm.limiter import limiter_for
+from generation.llm.providers import client_for
 from generation.llm.config import (
     NO_ENDPOINT_MESSAGE,
     LLMFailed,
@@ -39,7 +44,7 @@ from generation.llm.config import (
     public_endpoint,
     stage_model,
 )
-from generation.models import LLMCall, LLMOutcome
+from generation.models import LLMCall, LLMOutcome, OutputForm
 from generation.redact import redact, redact_json
 
 
@@ -49,22 +54,12 @@ for _name in ("httpx2", "httpcore2"):
 
 # --------------------------------------------------------------------------- concurrency
 
-_lock = threading.Lock()
-_clients: dict[tuple, openai.OpenAI] = {}
 # Asks the client for the raw reply (headers and status) as well as the parsed completion.
 _RAW = {"headers": {"X-Stainless-Raw-Response": "true"}}
 
 
 def _client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
-    # Keyed on a hash of the key so the key itself is not kept as a dict key in plain sight.
-    ident = (base_url, hashlib.sha256(api_key.encode()).hexdigest(), timeout)
-    with _lock:
-        client = _clients.get(ident)
-        if client is None:
-            client = _clients[ident] = openai.OpenAI(
-                base_url=base_url, api_key=api_key or "not-needed", max_retries=0, timeout=timeout
-            )
-        return client
+    return client_for(base_url, api_key, timeout)  # OpenAI-compatible or Azure (providers.py)
 
 
 # --------------------------------------------------------------------------- errors
@@ -151,7 +146,40 @@ def _tool_calls(message: Any) -> list[dict[str, str]]:
     return out
 
 
-def chat(
+class _SchemaRefused(Exception):
+    """The endpoint answered 400 to a JSON Schema response_format: send the call again without it."""
+
+
+def chat(**kwargs: Any) -> LLMResult:
+    """One chat completion with retries, bounded concurrency, logging and caching (see `_chat`).
+
+    A call with a `schema` that the endpoint refuses is sent again in the prompt-only form
+    (`response_format` as given, usually json_object); the refusal is one recorded attempt.
+    """
+    try:
+        return _chat(**kwargs)
+    except _SchemaRefused:
+        return _chat(**{**kwargs, "schema": None})
+
+
+def _from_cache(digest: str, check, job, common: dict, model: str) -> LLMResult | None:
+    """The stored validated reply to this request, recorded as a cache hit; None when there is none."""
+    hit = (LLMCall.objects.filter(prompt_hash=digest, outcome=LLMOutcome.OK, validated=True)
+           .order_by("-id").values("response", "tool_calls").first())
+    if hit is None:
+        return None
+    findings = check(hit["response"] or "") if check else []
+    if findings:
+        # Validated once, failing now (the validators changed): never serve that entry again.
+        LLMCall.objects.filter(prompt_hash=digest, validated=True).update(validated=False)
+    call = accounting.record(job, **common, attempt=1, response=hit["response"], tool_calls=hit["tool_calls"],
+                             outcome=LLMOutcome.INVALID if findings else LLMOutcome.CACHED,
+                             validated=not findings, **_findings_fields(findings))
+    return LLMResult(content=hit["response"], tool_calls=hit["tool_calls"], cached=True, call_id=call.pk,
+                     model=model, prompt_tokens=0, completion_tokens=0, findings=findings)
+
+
+def _chat(
     *,
     stage: str,
     messages: list[dict],
@@ -173,6 +201,8 @@ def chat(
     check: Callable[[str], list[tuple[str, str]]] | None = None,
     resample: int = 0,
     max_in_flight: int | None = None,
+    schema: dict | None = None,
+    batch: bool = False,
 ) -> LLMResult:
     """One chat completion with retries, bounded concurrency, logging and caching.
 
@@ -201,6 +231,14 @@ def chat(
     use_cache = settings.LLM_CACHE if use_cache is None else use_cache
     secrets = [api_key] if api_key else []
 
+    form = OutputForm.JSON if response_format else OutputForm.TEXT
+    known = None
+    if schema and settings.LLM_STRUCTURED_OUTPUTS:
+        known = capabilities.structured_outputs(base_url, model)
+        if known is not False:
+            form = OutputForm.SCHEMA
+            response_format = {"type": "json_schema",
+                               "json_schema": {"name": schema["name"], "strict": True, "schema": schema["schema"]}}
     request: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
     if response_format:
         request["response_format"] = response_format
@@ -209,29 +247,23 @@ def chat(
     digest = cache_key({**request, "resample": resample} if resample else request, sample)
     logged_request = redact_json({**request, "endpoint": public_endpoint(base_url)}, secrets)
     common = dict(stage=stage, key=key, model=model, template=template, template_version=template_version,
-                  prompt_hash=digest, request=logged_request, sample=sample, repair=repair, resample=resample)
+                  prompt_hash=digest, request=logged_request, sample=sample, repair=repair, resample=resample,
+                  output_form=form)
 
+    if batch:
+        from generation.llm import batches
+
+        return batches.reply_or_defer(job=job, body=request, meta=common, check=check, validated=validated,
+                                      cached=(lambda: _from_cache(digest, check, job, common, model)) if use_cache
+                                      else None)
     if use_cache:
-        hit = (LLMCall.objects.filter(prompt_hash=digest, outcome=LLMOutcome.OK, validated=True)
-               .order_by("-id").values("response", "tool_calls").first())
+        hit = _from_cache(digest, check, job, common, model)
         if hit is not None:
-            findings = check(hit["response"] or "") if check else []
-            if findings:
-                # Validated once, failing now (the validators changed): never serve that entry again.
-                LLMCall.objects.filter(prompt_hash=digest, validated=True).update(validated=False)
-            call = accounting.record(job, **common, attempt=1, response=hit["response"], tool_calls=hit["tool_calls"],
-                                     outcome=LLMOutcome.INVALID if findings else LLMOutcome.CACHED,
-                                     validated=not findings, **_findings_fields(findings))
-            return LLMResult(content=hit["response"], tool_calls=hit["tool_calls"], cached=True, call_id=call.pk,
-                             model=model, prompt_tokens=0, completion_tokens=0, findings=findings)
+            return hit
 
     client = _client(base_url, api_key, timeout)
     limiter = limiter_for(base_url, model)
-    kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
-    if response_format:
-        kwargs["response_format"] = response_format
-    if tools:
-        kwargs["tools"] = tools
+    kwargs = request
     estimate = accounting.estimate_prompt_tokens(messages)
 
     attempts = settings.LLM_MAX_RETRIES + 1
@@ -272,6 +304,8 @@ def chat(
             pt = reported if reported else estimate
             ct = getattr(usage, "completion_tokens", 0) or 0
             cost = cost_of(model, pt, ct)
+            if form == OutputForm.SCHEMA and known is None:
+                capabilities.remember(base_url, model, structured_outputs=True)
             findings = check(content or "") if check else []
             accounting.call_finish(call_id, job, response=redact(content or "", secrets), tool_calls=calls, status_code=status,
                                    prompt_tokens=pt, completion_tokens=ct, latency_ms=latency_ms,
@@ -283,6 +317,12 @@ def chat(
                              findings=findings)
         retryable, why, retry_after = _classify(error)
         why = redact(why, secrets)
+        if form == OutputForm.SCHEMA and capabilities.refused_schema(status, why):
+            accounting.call_finish(call_id, job, latency_ms=latency_ms, status_code=status, outcome=LLMOutcome.RETRIED,
+                                   error=f"structured outputs refused ({why[:1500]}); sent again in the prompt-only form",
+                                   prompt_tokens=0, tokens_estimated=False)
+            capabilities.remember(base_url, model, structured_outputs=False)
+            raise _SchemaRefused()
         last = attempt == attempts or not retryable
         # A request that got no usable reply still cost its prompt (estimated): count it.
         accounting.call_finish(call_id, job, latency_ms=latency_ms, error=why[:2000], status_code=status,

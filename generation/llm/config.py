@@ -28,6 +28,10 @@ class LLMStopped(LLMError):
     """The job the call belongs to stopped (failed, cancelled, its cost limit reached): nothing was sent."""
 
 
+class LLMDeferred(LLMError):
+    """Batch mode: the request waits for its batch; the item runs again once the reply is in."""
+
+
 NO_ENDPOINT_MESSAGE = (
     "No LLM endpoint is configured: set OPENAI_BASE_URL (and OPENAI_API_KEY if the server needs "
     "one) to use the LLM stages. Imported items and the deterministic stages work without it."

@@ -16,10 +16,18 @@ from generation.models.jobs import (  # noqa: F401 - re-exported
     LLMCall,
     LLMOutcome,
     Origin,
+    OutputForm,
     Stage,
     StageProgress,
     StageState,
     WorkerHeartbeat,
+)
+from generation.models.batches import (  # noqa: F401 - re-exported
+    BatchRequest,
+    BatchRequestState,
+    BatchStatus,
+    EndpointCapability,
+    LLMBatch,
 )
 from generation.models.artifacts import (  # noqa: F401 - re-exported
     Api,
@@ -36,6 +44,7 @@ from generation.models.artifacts import (  # noqa: F401 - re-exported
 )
 
 __all__ = [
+    "BatchRequest", "BatchRequestState", "BatchStatus", "EndpointCapability", "LLMBatch", "OutputForm",
     "JOB_TRANSITIONS", "TERMINAL_JOB_STATUSES", "Api", "Artifact", "Conversation", "ConversationGraph",
     "CurationStatus", "Discard", "Flowgraph", "GapFill", "GenerationJob", "IllegalTransition", "Intent", "ItemClaim",
     "JobStatus", "LLMCall", "LLMOutcome", "MessageRole", "Origin", "Procedure", "SampledPath", "Stage",

@@ -198,6 +198,12 @@ class LLMOutcome(models.TextChoices):
     LOST = "lost_in_flight", "Lost in flight (worker died)"
 
 
+class OutputForm(models.TextChoices):
+    TEXT = "text", "Free text"
+    JSON = "json", "JSON by the prompt"
+    SCHEMA = "schema", "JSON Schema (structured outputs)"
+
+
 class LLMCall(models.Model):
     Outcome = LLMOutcome
 
@@ -235,6 +241,12 @@ class LLMCall(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    # How the reply's format was asked for: free text, JSON by the prompt (json_object), or the
+    # stage's JSON Schema as a structured-output response_format (#32).
+    output_form = models.CharField(max_length=8, choices=OutputForm.choices, default=OutputForm.TEXT)
+    # The Batch API batch that carried this request (None: sent online).
+    batch = models.ForeignKey("generation.LLMBatch", null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="calls")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -1,20 +1,26 @@
 """The API compatibility graph (ToolDial §3.1, DIGEST A.2.1). Pure: no Django.
 
 A directed edge A → B exists for each output field of A that can fill an input parameter of B.
+Output fields are only those A's output **declares** (generation/pipeline/output_schema.py: a JSON
+Schema, flattened with list → item and map fields; STAR's output list; the paper's output name);
+an API that declares no output feeds nothing, and no field name is made up from an API's name.
 ToolDial links entities when description similarity, keyword+description similarity and the
 longest-common-subsequence similarity of the names all pass thresholds. Our fields have no
 GPT-augmented descriptions or keywords, so a pair (output o of A, input i of B) is scored from:
 
-* **names**: LCS similarity of the normalised names (lower-case, letters and digits), or an
-  *entity* match: an output whose name or type names an entity (``User``, ``order_details``) fills
-  an input named ``<entity>_id``; generic names (``id``, ``name``, ``message``) only count when the
-  two APIs share a domain word (``ride_status`` → ``ride_change``, not ``restaurant`` → ``hotel``);
+* **names**: the same words; one name's words inside the other's; the input's description naming
+  the output's (multi-word) name as a phrase (``iata_code`` for "The IATA code for the origin
+  city"); else LCS similarity of the normalised names. Generic names (``id``, ``name``, ``message``)
+  only count when the two APIs share a domain word (``ride_status`` → ``ride_change``, not
+  ``restaurant`` → ``hotel``);
 * **types**: incompatible coarse types (a number for a boolean) rule the pair out;
 * **descriptions**: similarity of the field descriptions (word overlap, or the cosine of MiniLM
   sentence embeddings when an ``embed`` function is given; the ML extra provides one).
 
-score = 0.75 · name score + 0.25 · description similarity; an edge when score ≥ `min_score` (0.7).
-Each edge keeps its score and the matched fields. Loaders read the shapes of tau-bench / tau2-bench
+score = 0.75 · name score + 0.25 · description similarity; an edge when score ≥ `min_score` (0.7),
+unless B accepts A's record in none of the states A's output can be in (``accepts``, e.g. a
+cancelled order feeds no tool that needs a pending one). Each edge keeps its score and the matched
+fields (output paths such as ``flights[].flight_number``). Loaders read the shapes of tau-bench / tau2-bench
 tools, STAR api files and the project's own API lists (``{"name", "params", "output"}``).
 """
 from __future__ import annotations
@@ -25,6 +31,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from generation.pipeline import output_schema as OS
 
 Embed = Callable[[list[str]], list[list[float]]]
 DEFAULT_MIN_SCORE = 0.7
@@ -39,6 +47,12 @@ class Field:
     name: str
     type: str = ""
     description: str = ""
+    path: str = ""  # where the value sits: "flights[].flight_number" (default: the name)
+    via: str = "field"  # "field", "list item" or "map key"
+
+    @property
+    def where(self) -> str:
+        return self.path or self.name
 
 
 @dataclass
@@ -47,6 +61,8 @@ class ApiNode:
     description: str = ""
     inputs: list[Field] = field(default_factory=list)
     outputs: list[Field] = field(default_factory=list)
+    states: set[str] | None = None  # the states its returned record can be in (None: any)
+    accepts: dict[str, Any] = field(default_factory=dict)  # input -> {"status": [...]} / {"status_not": [...]}
 
 
 @dataclass
@@ -54,7 +70,8 @@ class Match:
     output: str
     input: str
     score: float
-    how: str  # "name", "entity" or "description"
+    how: str  # "name", "described" or "description"
+    via: str = "field"  # "list item": the value is in a record of a list or map the output returns
 
 
 @dataclass
@@ -66,8 +83,8 @@ class Edge:
 
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "target": self.target, "score": round(self.score, 4),
-                "fields": [{"output": m.output, "input": m.input, "score": round(m.score, 4), "how": m.how}
-                           for m in self.matches]}
+                "fields": [{"output": m.output, "input": m.input, "score": round(m.score, 4), "how": m.how,
+                            "via": m.via} for m in self.matches]}
 
 
 # --------------------------------------------------------------------------- text helpers
@@ -79,7 +96,7 @@ def words(text: str) -> list[str]:
     out = []
     for w in re.split(r"[^A-Za-z0-9]+", text):
         w = w.lower()
-        if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+        if w == "ids" or (len(w) > 3 and w.endswith("s") and not w.endswith("ss")):
             w = w[:-1]
         if w:
             out.append(w)
@@ -115,7 +132,7 @@ def coarse_type(t: str) -> str:
     t = str(t or "").strip().lower()
     if not t:
         return ""
-    if re.match(r"(list|array|set|tuple|sequence)", t):
+    if re.match(r"(list|array|set|tuple|sequence)", t) or t.endswith(("list", "multiple")):
         return "list"
     if t in ("int", "integer", "float", "number", "double", "decimal"):
         return "number"
@@ -127,12 +144,15 @@ def coarse_type(t: str) -> str:
 
 
 def types_compatible(out_type: str, in_type: str) -> bool:
+    """Whether a value of the output's type can fill the input: the same or an unknown type; ids
+    travel as numbers or strings; anything fills an element of a list input or an untyped object
+    input; a record or a list fills no scalar input (its declared fields do, see output_schema)."""
     a, b = coarse_type(out_type), coarse_type(in_type)
     if not a or not b or a == b:
         return True
-    if {a, b} == {"number", "string"}:  # ids travel as either
+    if {a, b} == {"number", "string"}:
         return True
-    if a == "object" or a == "list":  # an object/list carries fields of any type
+    if b in ("list", "object"):
         return True
     return False
 
@@ -158,15 +178,21 @@ def name_similarity(out_name: str, in_name: str) -> float:
     return 0.8 * lcs_similarity(out_name, in_name)
 
 
+def described(out_name: str, in_description: str) -> bool:
+    """The input's description names the output's multi-word name as a phrase ("IATA code")."""
+    a, text = words(out_name), words(in_description)
+    return len(a) >= 2 and any(text[i:i + len(a)] == a for i in range(len(text) - len(a) + 1))
+
+
 def field_score(out: Field, src: ApiNode, inp: Field, dst: ApiNode, *, desc_sim: float) -> tuple[float, str]:
     """(score, how) for filling input `inp` of `dst` with output `out` of `src`."""
-    if not types_compatible(out.type, inp.type):
-        return 0.0, ""
     name, how = name_similarity(out.name, inp.name), "name"
-    in_words = words(inp.name)
-    entity_words = set(words(out.name)) | set(words(out.type))
-    if len(in_words) >= 2 and in_words[-1] == "id" and in_words[-2] in entity_words - {"id"} and name < 0.95:
-        name, how = 0.95, "entity"
+    if not types_compatible(out.type, inp.type) and not (name == 1.0 and coarse_type(inp.type) != "bool"):
+        # A record fills no scalar input unless it carries the input's very name (the paper's loosely
+        # typed {"name": "user_id", "type": "dict"}); "order" (a dict) never fills "order_id".
+        return 0.0, ""
+    if name < 0.9 and described(out.name, inp.description):
+        name, how = 0.9, "described"
     score = 0.75 * name + 0.25 * desc_sim
     if desc_sim > name and desc_sim >= 0.8:
         how = "description"
@@ -201,6 +227,9 @@ def build_graph(apis: Iterable[ApiNode], *, min_score: float = DEFAULT_MIN_SCORE
         for dst in apis:
             if src.name == dst.name:
                 continue
+            if not all(OS.accepted(src.states, rule) for param, rule in dst.accepts.items()
+                       if any(o.where == param for o in src.outputs)):
+                continue  # B needs the record in a state A's output never leaves it in
             matches = []
             for out in src.outputs:
                 for inp in dst.inputs:
@@ -210,7 +239,7 @@ def build_graph(apis: Iterable[ApiNode], *, min_score: float = DEFAULT_MIN_SCORE
                         desc = overlap(_field_text(out, src), _field_text(inp, dst))
                     score, how = field_score(out, src, inp, dst, desc_sim=desc)
                     if score >= min_score:
-                        matches.append(Match(out.name, inp.name, score, how))
+                        matches.append(Match(out.where, inp.where, score, how, out.via))
             if matches:
                 matches.sort(key=lambda m: (-m.score, m.output, m.input))
                 edges.append(Edge(src.name, dst.name, matches[0].score, matches))
@@ -246,17 +275,12 @@ class ApiGraphInputError(ValueError):
     """The API file could not be read; the message names the item and field."""
 
 
-def _returns_field(name: str, returns: Any) -> list[Field]:
-    if not isinstance(returns, dict):
-        return []
-    ptype = str(returns.get("python_type") or returns.get("type") or "")
-    desc = str(returns.get("description") or "")
-    m = re.match(r"\s*([A-Za-z_][\w\[\], ]*):\s*(.*)", desc)
-    if not ptype and m:
-        ptype, desc = m.group(1), m.group(2)
-    stem = re.sub(r"^(get|find|search|list|cancel|modify|update|book|exchange|return)_", "", name)
-    stem = re.sub(r"_by_.*$", "", stem)
-    return [Field(stem or "result", ptype, desc)]
+def outputs_of_schema(schema: Any) -> list[Field]:
+    return [Field(f.name, f.type, f.description, f.path, f.via) for f in OS.schema_fields(schema)]
+
+
+def _fields(found: list[OS.SchemaField]) -> list[Field]:
+    return [Field(f.name, f.type, f.description, "" if f.path == f.name else f.path, f.via) for f in found]
 
 
 def node_from_dict(item: Any, index: int = 0) -> ApiNode:
@@ -279,9 +303,7 @@ def node_from_dict(item: Any, index: int = 0) -> ApiNode:
     inputs: list[Field] = []
     params = item.get("parameters", item.get("params"))
     if isinstance(params, dict):  # JSON schema
-        for pname, schema in (params.get("properties") or {}).items():
-            schema = schema if isinstance(schema, dict) else {}
-            inputs.append(Field(str(pname), str(schema.get("type", "")), str(schema.get("description", ""))))
+        inputs = _fields(OS.input_fields(params))
     elif isinstance(params, list):
         for p in params:
             if isinstance(p, dict) and "name" in p:
@@ -298,11 +320,40 @@ def node_from_dict(item: Any, index: int = 0) -> ApiNode:
     elif isinstance(output, list):
         outputs = [Field(str(o.get("name") or o.get("Name")), str(o.get("type") or o.get("Type") or ""))
                    for o in output if isinstance(o, dict) and (o.get("name") or o.get("Name"))]
-    elif "returns" in item:
-        outputs = _returns_field(name, item["returns"])
-    else:  # tau-bench tools describe no output: name it after the call (get_order_details -> order_details)
-        outputs = _returns_field(name, {"description": desc})
-    return ApiNode(name.strip(), desc, inputs, outputs)
+    schema = OS.declared_schema(item)
+    if schema is not None and not outputs:
+        outputs = outputs_of_schema(schema)
+    # A type name alone (tau2's {"python_type": "User"}) or no output at all (tau-bench) declares no
+    # field: such an API feeds nothing until an output schema is imported (apply_output_schemas).
+    accepts = item.get("accepts") if isinstance(item.get("accepts"), dict) else {}
+    return ApiNode(name.strip(), desc, inputs, outputs, OS.record_states(schema), dict(accepts))
+
+
+def apply_output_schemas(apis: list[ApiNode], schemas: Any) -> list[ApiNode]:
+    """Imported output schemas: ``{api name: {"returns": JSON Schema, "accepts": {...}}}`` (a bare
+    schema is read as "returns"). An API named there gets exactly these outputs; one not named
+    keeps what it declared. Raises ApiGraphInputError for a name no API has."""
+    if not isinstance(schemas, dict):
+        raise ApiGraphInputError("output schemas: expected an object of API name -> {\"returns\": schema}")
+    names = {a.name for a in apis}
+    unknown = sorted(k for k in schemas if k not in names)
+    if unknown:
+        raise ApiGraphInputError(f"output schemas name APIs that are not in the list: {', '.join(unknown[:5])}")
+    out = []
+    for api in apis:
+        entry = schemas.get(api.name)
+        if not isinstance(entry, dict):
+            out.append(api)
+            continue
+        accepts = entry.get("accepts") if isinstance(entry.get("accepts"), dict) else api.accepts
+        if "returns" not in entry and "accepts" in entry:  # preconditions only: the outputs stay
+            out.append(ApiNode(api.name, api.description, list(api.inputs), list(api.outputs), api.states,
+                               dict(accepts or {})))
+            continue
+        returns = entry.get("returns", entry)
+        out.append(ApiNode(api.name, api.description, list(api.inputs), outputs_of_schema(returns),
+                           OS.record_states(returns), dict(accepts or {})))
+    return out
 
 
 def load_apis(data: Any) -> list[ApiNode]:

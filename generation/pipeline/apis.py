@@ -272,6 +272,9 @@ def _parse_star(item: dict[str, Any], index: int) -> ApiSpec:
             # STAR lists mandatory inputs in "required"; an empty list means every input is optional.
             required=p["Name"] in required,
             description=str(p.get("ReadableName", "")),
+            enum=[c for c in p.get("Categories") or [] if isinstance(c, (str, int, float))],
+            minimum=p.get("Min") if isinstance(p.get("Min"), (int, float)) else None,
+            maximum=p.get("Max") if isinstance(p.get("Max"), (int, float)) else None,
         ))
     return ApiSpec(str(item["function"]), str(item.get("description", "")), params, "result", "dict")
 

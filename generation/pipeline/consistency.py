@@ -17,10 +17,10 @@ from typing import Any
 import networkx as nx
 
 from .apis import ApiSpec
-from .realise import is_negative_outcome
+from .outcome import is_negative_outcome
 from .typecheck import parse_type
 from .validate import Violation
-from .values import is_negative_value
+from .outcome import outcome_value
 
 
 @dataclass
@@ -55,10 +55,6 @@ def api_turns(g: nx.DiGraph, path: list[Any], messages: list[dict], apis: list[A
     return turns
 
 
-def _named(value: Any, label: str) -> bool:
-    return bool(re.search(r"(?<!\w)" + re.escape(str(value).lower()) + r"(?!\w)", label.lower()))
-
-
 def judge(turn: ApiTurn) -> bool | None:
     """True when the output agrees with the outcome, False when it contradicts it, None when the
     schema does not decide."""
@@ -73,17 +69,15 @@ def judge(turn: ApiTurn) -> bool | None:
                 continue
             value = out[p.name]
             if p.enum:
-                named = [e for e in p.enum if _named(e, label)]
-                if len(named) == 1:
-                    verdicts.append(str(value).lower() == str(named[0]).lower())
-                    continue
-                kinds = {is_negative_value(e) for e in p.enum}
-                if kinds == {True, False}:
-                    verdicts.append(is_negative_value(value) == negative)
+                agreeing, decides = outcome_value(list(p.enum), label)
+                if decides:
+                    verdicts.append(str(value).lower() in {str(v).lower() for v in agreeing})
             elif isinstance(value, bool):
                 verdicts.append(value is not negative)
         if verdicts:
             return all(verdicts)
+        if any(isinstance(v, str) and v.strip().lower() == label.strip().lower() for v in out.values()):
+            return True  # no field decides and the output says what the label says
         lists = [out[p.name] for p in api.outputs if p.name in out and isinstance(out[p.name], list)]
         if lists:
             return any(lists) != negative
@@ -99,6 +93,8 @@ def judge(turn: ApiTurn) -> bool | None:
         return value is not negative
     if head in ("list", "set", "tuple") and isinstance(value, list):
         return bool(value) != negative
+    if label.strip().lower() in str(out).lower():
+        return True  # the output says what the label says
     return None
 
 

@@ -26,23 +26,10 @@ from .extract import format_api_call
 from .formats import write_graph_text
 from .speech import assistant_says, user_says
 from .typecheck import parse_type
+from .outcome import is_negative_outcome  # noqa: F401 (re-exported)
 from .values import ValueMaker, output_object
 
 SYNTHETIC_USER_TURN = "The customer gives the details needed"
-
-_NEGATIVE = re.compile(
-    r"\b(not|no|none|fail\w*|error|invalid|unavailable|denied|declin\w*|reject\w*|missing|"
-    r"unable|cannot|can't|incorrect|wrong|mismatch\w*|expired|insufficient|unsuccessful|"
-    r"locked|suspended|empty|unknown|full|fully booked|sold out|occupied|busy|exceed\w*|over limit|"
-    r"too \w+|refus\w*|cancel\w*|closed|absent|unsupported|out of stock|no longer)\b|n't\b",
-    re.IGNORECASE,
-)
-
-
-def is_negative_outcome(label: str) -> bool:
-    """Does an api out-edge label describe a failure ("Order not Found", "Failed")?"""
-    return bool(_NEGATIVE.search(label or ""))
-
 
 def _human(name: str) -> str:
     """order_id -> "order ID", DateOfBirth -> "date of birth"."""
@@ -58,6 +45,9 @@ def _say(name: str, value: Any) -> str:
         value = ", ".join(json.dumps(v) if isinstance(v, dict) else str(v) for v in value)
     elif isinstance(value, dict):
         value = json.dumps(value)
+    if isinstance(value, str) and len(value.split()) >= 3:  # free text: said as written
+        text = _human(name)
+        return f"{text[0].upper()}{text[1:]}: {value}" + ("" if value[-1] in ".?!" else ".")
     plural = name.lower().endswith("s") and not name.lower().endswith(("ss", "us", "is"))
     return f"The {_human(name)} {'are' if plural else 'is'} {value}."
 
@@ -161,7 +151,7 @@ def realise_conversation(g: nx.DiGraph, path: list[Any], apis: list[ApiSpec],
                     last = None
                 if isinstance(last, dict) and len(last) == 1 and isinstance(next(iter(last.values())), dict):
                     last = next(iter(last.values()))
-            messages.append({"role": "assistant", "content": assistant_says(label, tool_names, last)})
+            messages.append({"role": "assistant", "content": assistant_says(label, tool_names, last, known)})
         elif ntype == "api":
             api = by_name.get(label)
             params = {p.name: known[p.name] for p in api.params if p.name in known} if api else {}

@@ -8,6 +8,8 @@ Graphviz's SVG writer escapes ``<``/``>``/``&``, so ``<script>`` in a label arri
 """
 from __future__ import annotations
 
+
+import re
 import textwrap
 from typing import Any
 
@@ -48,7 +50,7 @@ def _colours(g: nx.DiGraph) -> dict[str, str]:
 
 
 def to_dot(g: nx.DiGraph, highlight_path: list[Any] | None = None,
-           covered_edges: set[tuple[Any, Any]] | None = None) -> str:
+           covered_edges: set[tuple[Any, Any]] | None = None, rankdir: str = "TB") -> str:
     """DOT text; with ``covered_edges`` (a coverage drawing) every edge is drawn covered (green,
     solid) or uncovered (red, dashed, thicker) and a legend explains the two."""
     colours = _colours(g)
@@ -60,7 +62,7 @@ def to_dot(g: nx.DiGraph, highlight_path: list[Any] | None = None,
         path_edges.setdefault((path[k], path[k + 1]), []).append(k + 1)
     out = [
         "digraph G {",
-        '  graph [rankdir=TB, fontname="Helvetica"];',
+        f'  graph [rankdir={"LR" if rankdir == "LR" else "TB"}, fontname="Helvetica"];',
         '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10, '
         'fontcolor="white"];',
         '  edge [fontname="Helvetica", fontsize=9];',
@@ -111,9 +113,47 @@ def to_dot(g: nx.DiGraph, highlight_path: list[Any] | None = None,
 
 
 def to_svg(g: nx.DiGraph, highlight_path: list[Any] | None = None,
-           covered_edges: set[tuple[Any, Any]] | None = None) -> str:
+           covered_edges: set[tuple[Any, Any]] | None = None, rankdir: str = "TB") -> str:
     """SVG markup (from ``<svg`` on, ready to inline in HTML) rendered by Graphviz."""
-    return dot_to_svg(to_dot(g, highlight_path, covered_edges))
+    return dot_to_svg(to_dot(g, highlight_path, covered_edges, rankdir))
+
+
+# The review page's graph pane, in points: about as wide as tall (two panes side by side beside
+# the verdict column, 1,280-1,920 px screens).
+PANE = (460.0, 520.0)
+_SIZE = re.compile(r'<svg[^>]*?\bwidth="([\d.]+)pt"[^>]*?\bheight="([\d.]+)pt"')
+
+
+def svg_size(svg: str) -> tuple[float, float] | None:
+    """(width, height) in points of a Graphviz drawing, from its root element."""
+    m = _SIZE.search(svg[:600])
+    return (float(m.group(1)), float(m.group(2))) if m else None
+
+
+def fit_scale(size: tuple[float, float] | None, pane: tuple[float, float] = PANE) -> float:
+    """The zoom at which a drawing of `size` fits `pane` whole (labels scale with it)."""
+    if not size or size[0] <= 0 or size[1] <= 0:
+        return 0.0
+    return min(pane[0] / size[0], pane[1] / size[1])
+
+
+def to_svg_readable(g: nx.DiGraph, highlight_path: list[Any] | None = None,
+                    pane: tuple[float, float] = PANE) -> tuple[str, str]:
+    """(svg, rankdir): the graph drawn top-to-bottom and left-to-right, and the drawing whose
+    labels are larger when it is fitted to `pane` kept (ties go to top-to-bottom).
+
+    The shape decides: a wide, shallow graph is wide drawn left-to-right too, so top-to-bottom
+    stays; a long chain with few branches drawn top-to-bottom is a thin column that fits only at
+    a few pixels a letter, and left-to-right folds it into the pane's width instead. Both layouts
+    are drawn rather than guessed from rank counts: labels of different lengths make any estimate
+    wrong (the worker draws stored graphs, generation.drawings)."""
+    tb = to_svg(g, highlight_path=highlight_path)
+    if g.number_of_nodes() < 3:
+        return tb, "TB"
+    lr = to_svg(g, highlight_path=highlight_path, rankdir="LR")
+    if fit_scale(svg_size(lr), pane) > fit_scale(svg_size(tb), pane) * 1.05:
+        return lr, "LR"
+    return tb, "TB"
 
 
 def dot_to_svg(dot: str) -> str:

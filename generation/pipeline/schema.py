@@ -26,6 +26,11 @@ class ParamSpec:
     format: str = ""
     # A oneOf/anyOf: each member's name, type and field names (its fields are in ``properties``).
     variants: list[dict[str, Any]] = field(default_factory=list)
+    # What else a schema says about good values: declared examples, a regular expression, a range.
+    examples: list[Any] = field(default_factory=list)
+    pattern: str = ""
+    minimum: float | None = None
+    maximum: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The paper's parameter dict; the optional keys appear only when they hold something."""
@@ -41,6 +46,9 @@ class ParamSpec:
             d["properties"] = [p.to_dict() for p in self.properties]
         if self.variants:
             d["variants"] = [dict(v) for v in self.variants]
+        for key in ("examples", "pattern", "minimum", "maximum"):
+            if getattr(self, key) not in (None, "", []):
+                d[key] = getattr(self, key)
         return d
 
     @classmethod
@@ -58,7 +66,13 @@ class ParamSpec:
             default=d.get("default", default_from_text(desc)), format=str(d.get("format", "") or ""),
             properties=[cls.from_dict(p) for p in props if isinstance(p, dict) and p.get("name")],
             variants=[v for v in d.get("variants") or [] if isinstance(v, dict)],
+            examples=list(d["examples"]) if isinstance(d.get("examples"), list) else [],
+            pattern=str(d.get("pattern") or ""), minimum=_number(d.get("minimum")), maximum=_number(d.get("maximum")),
         )
+
+
+def _number(value: Any) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _flag(value: Any) -> bool:
@@ -69,9 +83,11 @@ def _flag(value: Any) -> bool:
 
 
 # "Enumeration type, [Yes, No]", "Enumerated type, [true, false]", "enum: [a, b]", "one of [a, b]"
-_ENUM = re.compile(r"(?:enum\w*(?:\s+(?:type|value)s?)?|one of|options?(?: are)?)\s*[,:：]?\s*[\[【(]([^\]】)]+)[\]】)]",
+_ENUM = re.compile(r"(?:enum\w*(?:\s+(?:type|value)s?)?|one of|options?(?: are)?|for example|e\.g\.|such as|values?)"
+                   r"\s*[,:：]?\s*[\[【]([^\]】]+)[\]】]|(?:enum\w*(?:\s+(?:type|value)s?)?|one of)\s*[,:：]?\s*\(([^)]+)\)",
                    re.IGNORECASE)
-_DEFAULT = re.compile(r"\bdefault(?:s| value)?(?: is| to|:|=)\s*[\"'“]?([^\"'”.,;()]+)", re.IGNORECASE)
+_DEFAULT = re.compile(r"\bdefault(?:s| value)?(?: is| to| value is|:|=)?\s*(?:[\"“']([^\"”']+)[\"”']|"
+                      r"([^\"'”.,;()\s][^\"'”.,;()]*))", re.IGNORECASE)
 _EXAMPLES = re.compile(r"(?:such as|for example|e\.g\.|example:|like)\s*[,:]?\s*[\"“]([^\"”]+)[\"”]", re.IGNORECASE)
 
 
@@ -84,7 +100,7 @@ def enum_from_text(text: str) -> list[str]:
     m = _ENUM.search(text or "")
     if not m:
         return []
-    values = [_clean(v) for v in re.split(r"[,，、/]|\bor\b", m.group(1))]
+    values = [_clean(v) for v in re.split(r"[,，、/]|\bor\b", m.group(1) or m.group(2))]
     return [v for v in values if v][:50]
 
 
@@ -101,7 +117,7 @@ def default_from_text(text: str) -> str | None:
     m = _DEFAULT.search(text or "")
     if not m:
         return None
-    value = _clean(m.group(1))
+    value = _clean(m.group(1) or m.group(2))
     return value if value and len(value) <= 60 else None
 
 
@@ -150,4 +166,8 @@ def param_from_schema(name: str, schema: Any, required: bool) -> ParamSpec:
         enum=[e for e in (enum or []) if e is not None],
         default=s.get("default", default_from_text(desc)), format=str(s.get("format", "") or ""),
         properties=params_from_schema(nested),
+        examples=[e for e in (s.get("examples") if isinstance(s.get("examples"), list) else
+                              [s["example"]] if "example" in s else []) if e is not None],
+        pattern=str(s.get("pattern") or "") if isinstance(s.get("pattern"), str) else "",
+        minimum=_number(s.get("minimum")), maximum=_number(s.get("maximum")),
     )

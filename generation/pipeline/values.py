@@ -1,12 +1,15 @@
 """Offline values for API parameters and outputs, drawn from the specs with a seeded Faker.
 
-Order of preference for a parameter: its enumeration (declared, or written in the description),
-an example written in the description (``such as "CA1234, CZ5678"``), its default when optional,
-its JSON-schema format (email, date, date-time, time, uri, uuid), then its name and description
-(a person's name only for person-like parameters, a hotel or restaurant gets a business name,
-counts of rooms or guests are small, money has cents) and last its type. One :class:`ValueMaker`
-serves one conversation: one person, one address, dates that move forward, the same value for the
-same parameter name.
+The conversation's own values come first (:mod:`.realise` reuses what was said or returned).
+Then, for a new value, the schema: its enumeration (declared, or written in the description as
+``Enumeration type, [Yes, No]`` or ``for example[true, false]``), its examples (declared, or
+``such as "CA1234, CZ5678"``), its default (declared, or ``default "18 yuan"``), its pattern,
+its format (email, date, date-time, time, uri, uuid) and its range (minimum/maximum, or ``from 1
+to 12``). Last, a realistic value for the field's meaning from its name and type through Faker (a
+person's name for person-like fields, a business name for a hotel, small counts, money with
+cents, a colour for a colour, a plausible request for free text, yes/no for a need or a flag);
+never a random dictionary word. One :class:`ValueMaker` serves one conversation: one person, one
+address, dates that move forward, the same value for the same parameter name.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from typing import Any
 
 from faker import Faker
 
+from .outcome import STATUS_FIELD, outcome_value
 from .schema import ParamSpec, examples_from_text, range_from_text
 from .typecheck import parse_type
 
@@ -80,6 +84,9 @@ class ValueMaker:
         fitting = [v for v in (_coerce(e, head) for e in p.enum) if _fits(v, head)]
         if fitting:
             return self.rng.choice(fitting)
+        declared = [v for v in (_coerce(e, head) for e in p.examples) if _fits(v, head) and not isinstance(v, dict)]
+        if declared and head not in ("list", "set", "tuple", "sequence", "dict", "mapping"):
+            return self.rng.choice(declared)
         if head in ("list", "set", "tuple", "sequence"):
             inner = _expr(args[0]) if args else "str"
             return [self._make(ParamSpec(p.name.rstrip("s"), inner, description=p.description,
@@ -88,17 +95,29 @@ class ValueMaker:
             return {q.name: self._make(q) for q in p.properties}
         if head in ("dict", "mapping", "any", "object"):
             return {} if head != "any" else self._string(p)
-        if not p.required and p.default is not None and _fits(_coerce(p.default, head), head):
-            return _coerce(p.default, head)
         examples = examples_from_text(p.description)
         if examples and head == "str":
             return self.rng.choice(examples)
+        if p.default is not None and _fits(_coerce(p.default, head), head):
+            return _coerce(p.default, head)
+        if p.pattern and head == "str":
+            made = from_pattern(p.pattern, self.rng)
+            if made is not None:
+                return made
         if head == "bool":
             return self.rng.random() < 0.5
-        if head == "int":
+        if head in ("int", "float"):
             bounds = range_from_text(p.description)
-            return self.rng.randint(*bounds) if bounds else self._int(p.name.lower())
-        if head == "float":
+            low_b = p.minimum if p.minimum is not None else (bounds[0] if bounds else None)
+            high_b = p.maximum if p.maximum is not None else (bounds[1] if bounds else None)
+            if low_b is not None or high_b is not None:
+                lo = low_b if low_b is not None else min(0, high_b)
+                hi = high_b if high_b is not None else lo + max(10, abs(lo))
+                if head == "int":
+                    return self.rng.randint(int(-(-lo // 1)), int(hi // 1)) if int(-(-lo // 1)) <= int(hi // 1) else int(lo)
+                return round(self.rng.uniform(lo, hi), 2)
+            if head == "int":
+                return self._int(p.name.lower())
             low = p.name.lower()
             return round(self.rng.uniform(20, 900), 2) if _MONEY.search(low) else round(self.rng.uniform(1, 100), 1)
         return self._string(p)
@@ -118,6 +137,12 @@ class ValueMaker:
         low = p.name.lower()
         text = f"{low} {p.description.lower()}"
         fmt = (p.format or "").lower()
+        if _FLAG.match(p.name) or re.search(r"(paid|enabled|required|needed|allowed)$", low):
+            return self.rng.choice(["Yes", "No"])  # a flag written as text: need_price, NeedParking
+        if re.search(r"user_?name|login|handle|nickname", low):
+            return f"{self.first}{self.last[:1]}{self.rng.randint(1, 99)}".lower()
+        if re.search(r"digits|last_?4|last_?four", low):
+            return self.fake.numerify("####")
         if fmt == "email" or "email" in low:
             return f"{self.first}.{self.last}@{self.fake.free_email_domain()}".lower()
         if fmt in ("date", "date-time") or re.search(r"date|day|dob|birth", low):
@@ -133,6 +158,12 @@ class ValueMaker:
             return str(self.fake.uuid4())
         if "phone" in low or "mobile" in low:
             return self.fake.numerify("+1 ###-555-####")
+        if re.search(r"file|document|attachment", low):
+            return self.fake.file_name(category="office")
+        if re.search(r"(type|kind|class|category|level|mode|status|plan|tier|rank)$", low):
+            return self.rng.choice(["Standard", "Basic", "Premium"])
+        if re.search(r"pick_?up|drop_?off|address|street", low):
+            return self.fake.street_address()
         if _BUSINESS.search(low):
             return self.business(text)
         if "name" in low or low in ("customer", "guest", "passenger", "user"):
@@ -153,14 +184,117 @@ class ValueMaker:
             return self.fake.postcode()
         if "currency" in low:
             return self.fake.currency_code()
-        if re.search(r"password|pin|passcode", low):
+        if re.search(r"password|(^|_)pin$|^pin|passcode", low):
             return self.fake.numerify("####")
-        if re.search(r"reason|description|comment|note|message|feedback|detail|request|problem|issue", low):
-            return self.fake.sentence(nb_words=8).rstrip(".")
-        if re.search(r"(^|_)(id|no|code|number|num)$|id$|number|code|plate|ticket|booking|order|reference", low):
+        for pattern, pool in _FREE_TEXT:
+            if re.search(pattern, low):
+                return self.rng.choice(pool)
+        if _MONEY.search(low):
+            return f"${self.rng.uniform(20, 900):.2f}"
+        if re.search(r"(^|_)(id|no|code|number|num)$|id$|number|code|plate|ticket|booking|order|reference|account", low):
             prefix = re.sub(r"[^A-Z]", "", p.name.title())[:2] or "X"
             return f"{prefix}{self.fake.numerify('#####')}"
-        return self.fake.word()
+        return self._meaning(low, text)
+
+    def _meaning(self, low: str, text: str) -> str:
+        """The last resort, still by meaning: a flag-like field is Yes/No, a colour a colour, a
+        make a company, a kind or type a short noun from the field's own words."""
+        if "colo" in low:
+            return self.fake.safe_color_name()
+        if re.search(r"manufacturer|make|brand|maker|provider|carrier|company", low):
+            return self.fake.company()
+        if re.search(r"answer|maiden|pet", low):
+            return self.fake.first_name()
+        if re.search(r"model", low):
+            return f"{self.fake.last_name()} {self.rng.randint(2, 9)}00"
+        if re.search(r"(^|_)(type|kind|class|category|level|mode|status|plan|tier|rank|size)", low) or \
+                re.search(r"(type|kind|class|category|level|mode|status|plan|tier|rank|size)$", low):
+            return self.rng.choice(["Standard", "Basic", "Premium"])
+        if re.search(r"file|document|attachment", low):
+            return self.fake.file_name()
+        if re.search(r"language|locale", low):
+            return self.rng.choice(["English", "Spanish", "French"])
+        if re.search(r"word|query|keyword|search|term|text|title|subject|topic", low):
+            return self.rng.choice(_SEARCHES)
+        # A value nobody can guess the meaning of is an identifier rather than a random word.
+        return f"{(re.sub(r'[^a-z]', '', low)[:3] or 'val').upper()}-{self.fake.numerify('####')}"
+
+
+_FLAG = re.compile(r"^(?i:need|needs|has|have|is|are|allow|allows|accept|accepts|takes|does|do|want|wants|require|"
+                   r"requires|include|includes|paid|use|uses|can|should|with)(_|[A-Z]|$)")
+_FREE_TEXT = [
+    (r"symptom", ["a sore throat and a mild fever since Tuesday", "a persistent cough at night",
+                  "headaches that come back every afternoon"]),
+    (r"diet|allerg", ["vegetarian, no nuts", "no dietary restrictions", "gluten-free"]),
+    (r"drink", ["soft drinks and a few bottles of red wine", "coffee and juice", "sparkling water and lemonade"]),
+    (r"food|meal|dish|menu", ["pizza and a vegetarian option", "a buffet with sandwiches and salads",
+                              "Thai food for everyone"]),
+    (r"fraud", ["There are two card payments I did not make, both on the 3rd, at an electronics shop.",
+                "Someone withdrew 200 dollars from my account yesterday evening."]),
+    (r"problem|issue|complaint|fault", ["my parcel has not arrived", "I was charged twice this month",
+                                        "the app keeps logging me out"]),
+    (r"reason|why|cause", ["the item arrived damaged", "I ordered the wrong size", "my plans have changed"]),
+    (r"change|modif|update", ["please pick me up at the side entrance instead", "move it one hour later",
+                              "add one more passenger"]),
+    (r"request|message|comment|note|feedback|detail|description|instruction|question",
+     ["Could we have a quiet room away from the lift?", "Please call me when you arrive.",
+      "I'd like an extra pillow and two towels.", "The package was left at the wrong address."]),
+]
+_SEARCHES = ["wireless headphones", "running shoes", "a winter jacket", "a coffee machine"]
+
+
+def from_pattern(pattern: str, rng: random.Random) -> str | None:
+    """A string matching a simple regular expression (classes, literals, groups, alternation and
+    bounded repeats); None for what it cannot build or when the result does not match."""
+    try:
+        import re._parser as sre  # type: ignore[import-not-found]
+    except ImportError:  # Python < 3.11
+        import sre_parse as sre  # type: ignore[no-redef]
+    try:
+        parsed = sre.parse(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return None
+    cats = {"CATEGORY_DIGIT": "0123456789", "CATEGORY_WORD": "abcdefghijklmnopqrstuvwxyz0123456789",
+            "CATEGORY_SPACE": " "}
+
+    def build(items) -> str:
+        out = []
+        for op, av in items:
+            name = str(op)
+            if name == "LITERAL":
+                out.append(chr(av))
+            elif name == "ANY":
+                out.append("x")
+            elif name == "IN":
+                chars = []
+                for iop, iav in av:
+                    if str(iop) == "LITERAL":
+                        chars.append(chr(iav))
+                    elif str(iop) == "RANGE":
+                        chars += [chr(c) for c in range(iav[0], min(iav[1], iav[0] + 60) + 1)]
+                    elif str(iop) == "CATEGORY":
+                        chars += list(cats.get(str(iav), "a"))
+                    elif str(iop) == "NEGATE":
+                        return "\0"
+                out.append(rng.choice(chars) if chars else "a")
+            elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                lo, hi, sub = av
+                n = rng.randint(lo, max(lo, min(hi, lo + 3)))
+                out += [build(sub) for _ in range(n)]
+            elif name == "SUBPATTERN":
+                out.append(build(av[-1]))
+            elif name == "BRANCH":
+                out.append(build(rng.choice(av[1])))
+            elif name == "CATEGORY":
+                out.append(rng.choice(cats.get(str(av), "a")))
+            elif name in ("AT",):
+                continue
+            else:
+                return "\0"
+        return "".join(out)
+
+    made = build(parsed)
+    return made if "\0" not in made and re.fullmatch(pattern, made) else None
 
 
 def _fits(value: Any, head: str) -> bool:
@@ -194,29 +328,29 @@ def _coerce(value: Any, head: str) -> Any:
 
 def output_object(outputs: list[ParamSpec], negative: bool, label: str, known: dict[str, Any],
                   maker: ValueMaker) -> dict[str, Any]:
-    """An API output following its declared fields and agreeing with the outcome ``label``.
+    """An API output generated from the edge taken (see :mod:`.outcome`).
 
-    Enumerated and boolean fields take the value the outcome implies (a value named in the label,
-    else a negative value on a failure branch and a positive one otherwise); on a failure branch
-    lists are empty and descriptive fields are left out, so a "not found" never looks found.
-    Fields named like a parameter echo the value the conversation used.
+    An enumerated field takes the value the label names, else one of the label's polarity; a
+    boolean field is false on a failure branch; on a failure branch lists are empty and
+    descriptive fields are left out, so a "not found" never looks found. When no field decides,
+    a status-like text field says what the label says. Fields named like a parameter echo the
+    value the conversation used.
     """
     out: dict[str, Any] = {}
-    low_label = (label or "").lower()
+    decided = False
     for p in outputs:
         try:
             head, _ = parse_type(p.type or "str")
         except ValueError:
             head = "str"
-        if head == "union":
-            head = "union"
         fitting = [v for v in (_coerce(e, head) for e in p.enum) if _fits(v, head)] if p.enum else []
         if fitting:
-            named = [v for v in fitting if re.search(r"(?<!\w)" + re.escape(str(v).lower()) + r"(?!\w)", low_label)]
-            pool = named or [v for v in fitting if is_negative_value(v) == negative] or fitting
+            pool, decides = outcome_value(fitting, label)
+            decided = decided or decides
             out[p.name] = maker.rng.choice(pool)
         elif head == "bool":
             out[p.name] = not negative
+            decided = True
         elif negative and head in ("list", "set", "tuple", "sequence"):
             out[p.name] = []
         elif negative:
@@ -225,4 +359,16 @@ def output_object(outputs: list[ParamSpec], negative: bool, label: str, known: d
             out[p.name] = known[p.name]
         else:
             out[p.name] = maker.value(p, fresh=True)
+    if not decided and label:
+        said = next((p.name for p in outputs if STATUS_FIELD.search(p.name) and parse_type_safe(p.type) == "str"),
+                    None)
+        if said:
+            out[said] = label
     return out
+
+
+def parse_type_safe(ptype: str) -> str:
+    try:
+        return parse_type(ptype or "str")[0]
+    except ValueError:
+        return "str"

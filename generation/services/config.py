@@ -92,6 +92,15 @@ def job_config_normalise(config: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(cfg.get("cache", True), bool):
         raise JobConfigError("cache must be true or false")
     cfg["cache"] = cfg.get("cache", True)
+    if not isinstance(cfg.get("batch", False), bool):
+        raise JobConfigError("batch must be true or false")
+    cfg["batch"] = cfg.get("batch", False)
+    # The paper's configuration (bench/generation_economy.py): repeated walks kept, no repair turns.
+    if not isinstance(cfg.get("dedup", True), bool):
+        raise JobConfigError("dedup must be true or false")
+    repairs = cfg.get("repairs")
+    if repairs is not None and (isinstance(repairs, bool) or not isinstance(repairs, int) or not 0 <= repairs <= 5):
+        raise JobConfigError("repairs must be a whole number between 0 and 5")
     models = cfg.get("models") or {}
     if not isinstance(models, dict) or not all(isinstance(v, str) and len(v) <= 200 for v in models.values()):
         raise JobConfigError("models must map stages to model names (at most 200 characters)")

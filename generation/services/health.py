@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db.models import Count, Max
 from django.utils import timezone
 
-from generation.models import Discard, GenerationJob, JobStatus, LLMCall, StageProgress, StageState
+from generation.models import BatchStatus, Discard, LLMBatch, GenerationJob, JobStatus, LLMCall, StageProgress, StageState
 
 RAISED_REASONS = ("stage_error", "task_error")
 
@@ -50,7 +50,9 @@ def last_progress(job: GenerationJob) -> datetime:
     """The latest sign of life: a status move, a stage start or finish, or an LLM call."""
     marks = [job.progress_at, job.started_at, job.created_at]
     stages = StageProgress.objects.filter(job=job).aggregate(s=Max("started_at"), f=Max("finished_at"))
-    marks += [stages["s"], stages["f"], LLMCall.objects.filter(job=job).aggregate(c=Max("created_at"))["c"]]
+    marks += [stages["s"], stages["f"], LLMCall.objects.filter(job=job).aggregate(c=Max("created_at"))["c"],
+              # Batch mode: a batch the poll still asks about is progress (its window is 24 h).
+              LLMBatch.objects.filter(job=job, status=BatchStatus.SUBMITTED).aggregate(p=Max("polled_at"))["p"]]
     return max(m for m in marks if m is not None)
 
 

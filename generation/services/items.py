@@ -1,6 +1,7 @@
 """One work item: process it outside any transaction, then write its rows and mark it done in one.
 
-`item_run` is what a worker's task does; `item_fail` records an item whose task raised, so no
+`item_run` is what a worker's task does (in batch mode an item whose request waits for its batch
+is let go unfinished and run again when the batch is back); `item_fail` records an item whose task raised, so no
 exception leaves a stage (and its job) waiting forever.
 """
 from __future__ import annotations
@@ -16,6 +17,8 @@ from generation.models import (
 )
 from generation.redact import redact
 from generation.services.claims import item_claim, item_unclaim, new_delivery
+from generation.llm import LLMDeferred
+from generation.llm.batches import batches_poll_soon
 from generation.stages import ItemResult, process
 
 
@@ -156,7 +159,14 @@ def item_run(*, job_id: int, stage: str, key: str, delivery: str | None = None) 
         if job.status != JobStatus.RUNNING:
             result = ItemResult(outcome="cancelled")
         else:
-            result = process(job, key)
+            try:
+                result = process(job, key)
+            except LLMDeferred:
+                # Batch mode: a request of this item waits for its batch. Let go of the item (the
+                # claim row too) so the poll's re-publishing, in any process, can claim it again.
+                release = True
+                batches_poll_soon()
+                return False
             if result.outcome != "failed":
                 result.outcome = "passed" if result.passed else "discarded"
         return bool(_commit(job, stage, key, result))

@@ -119,6 +119,13 @@ def job_create(*, config: dict[str, Any], created_by=None, name: str = "", impor
     needing = llm_stages(cfg)
     if needing and not llm.endpoint_configured():
         raise JobConfigError(f"{llm.NO_ENDPOINT_MESSAGE} This job needs it for: {', '.join(needing)}.")
+    if needing and cfg.get("batch"):
+        from django.conf import settings
+
+        from generation.llm.capabilities import batches_available
+
+        if batches_available(settings.OPENAI_BASE_URL) is False:
+            raise JobConfigError("batch mode: the endpoint has no Batch API (/batches); run the job online")
     job = GenerationJob.objects.create(name=name[:200], config=cfg, created_by=created_by)
     StageProgress.objects.bulk_create([StageProgress(job=job, stage=s) for s in STAGE_ORDER])
     if records:

@@ -62,6 +62,8 @@ def process(job: GenerationJob, key: str) -> ItemResult:
     stage, index, parent = split_key(key)
     try:
         return RUNNERS[stage](Context(job), key, index, parent)
+    except llm.LLMDeferred:
+        raise  # batch mode: the item runs again when its batch is back (services/items.py)
     except llm.LLMUnavailable as exc:
         return ItemResult(outcome="failed", generated=1, failed=1).discard(key, "llm_unavailable", str(exc))
     except llm.LLMFailed as exc:

@@ -14,6 +14,7 @@ from generation import llm, prompts
 from generation.models import Api, GenerationJob, Stage
 from generation.pipeline.apis import ApiSpec, ParamSpec, api_to_dict
 from generation.pipeline.validate import errors
+from generation.stages.schemas import schema_for
 
 STAGE_ORDER: list[str] = [s.value for s in Stage]
 INTENT_BATCH = 10
@@ -192,9 +193,12 @@ class Context:
              check: Callable[[str], list[tuple[str, str]]], **extra: Any) -> llm.Answer:
         """llm.ask with this job's model, temperature, feedback, prompt version and cache setting."""
         messages, version = self.with_feedback(messages, template_id)
+        if self.config.get("repairs") is not None:  # a job's own repair budget (the paper's: none)
+            extra.setdefault("attempts", int(self.config["repairs"]))
         return llm.ask(
             messages=messages, check=check, stage=stage, model=(self.config.get("models") or {}).get(stage) or None,
             temperature=self.temperature(stage), response_format=JSON_FORMAT if json_mode else None,
+            schema=schema_for(template_id) if json_mode else None, batch=bool(self.config.get("batch")),
             job=self.job.pk, key=key, template=template_id, template_version=version,
             use_cache=bool(settings.LLM_CACHE and self.config.get("cache", True)), **extra,
         )

@@ -7,6 +7,7 @@ from typing import Any
 
 from generation import prompts
 from generation.models import Conversation, ConversationGraph, Origin, Procedure, SampledPath, Test
+from generation.pipeline.audit import as_violations, audit_conversation
 from generation.pipeline.dialogue_actions import answer_action, label_turns
 from generation.pipeline.extract import ApiCallParseError, extract_tests
 from generation.pipeline.formats import graph_from_json, graph_to_json, write_graph_text
@@ -72,13 +73,19 @@ def run_paths(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
         for i in range(m):
             result.discard(f"paths:{index}:{cg.pk}:{i}", "sampling_failed", str(exc))
         return result
+    walks = drawn.paths
+    if ctx.config.get("dedup") is False:  # the paper's Algorithm 1 as published: m walks, repeats kept
+        from generation.pipeline.sampling import raw_walks
+
+        walks = raw_walks(graph_from_json(cg.data), m, sampler=sampler, seed=seed)
     seen: set[tuple[str, ...]] = set()
-    for path in drawn.paths:
+    i = -1
+    for path in walks:
         nodes = tuple(str(n) for n in path)
-        if nodes in seen:
+        if nodes in seen and ctx.config.get("dedup") is not False:
             continue
         seen.add(nodes)
-        i = len(seen) - 1
+        i += 1
         result.generated += 1
         result.passed += 1
         result.outputs.append(Output(SampledPath, f"paths:{index}:{cg.pk}:{i}", {
@@ -87,7 +94,10 @@ def run_paths(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
         }))
     # i15: the sampler says when the graph has fewer distinct paths than asked, or when the coverage
     # sampler's cover needs more than --paths; both are funnel notes, not discards.
-    if len(seen) < m:
+    if ctx.config.get("dedup") is False:
+        if i + 1 > len(seen):
+            result.notes["repeated_paths"] = i + 1 - len(seen)
+    elif len(seen) < m:
         result.notes["fewer_distinct_paths"] = m - len(seen)
     elif len(seen) > m:
         result.notes["cover_needs_more_paths"] = len(seen) - m
@@ -150,6 +160,14 @@ def run_conversations(ctx: Context, key: str, index: int, parent: str) -> ItemRe
         if fields.get("path_id"):  # i13: outcome consistency warnings (rule; the LLM check when config enables it)
             from generation.outcome_check import outcome_warnings
             violations += outcome_warnings(ctx.llm, ctx.config, key, g, path.node_ids, convo, specs)
+        # i28: the fidelity audit. An LLM conversation that fails it goes through the repair loop like
+        # any other finding; an offline one keeps its findings as warnings for the reviewers.
+        on_path = bool(fields.get("path_id"))
+        by_llm = fields["mode"] != Conversation.Mode.OFFLINE
+        found = audit_conversation(convo, specs, g if on_path else None, path.node_ids if on_path else None)
+        if not by_llm:  # the rule's CV-OUTCOME warning already says what AUDIT-OUTCOME would
+            found = [f for f in found if f.kind != "outcome"]
+        violations += as_violations(found, "error" if by_llm else "warning")
         if errors(violations):
             return discard_for_violations(result, key, violations, convo)
         result.passed = 1

@@ -92,6 +92,13 @@
     render();
     if (document.activeElement) document.activeElement.blur();
   }
+  // The dropdown names the code; the line under it says what the code means (a long option text
+  // would not fit the verdict column).
+  var reasonText = document.getElementById("flag-reason-text");
+  reason.addEventListener("change", function () {
+    var opt = reason.options[reason.selectedIndex];
+    if (reasonText && opt) reasonText.textContent = opt.getAttribute("data-text") || "";
+  });
   document.getElementById("flag-add").addEventListener("click", add);
   comment.addEventListener("keydown", function (ev) { if (ev.key === "Enter") { ev.preventDefault(); add(); } });
   reason.addEventListener("keydown", function (ev) { if (ev.key === "Enter") { ev.preventDefault(); add(); } });

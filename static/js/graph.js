@@ -45,12 +45,15 @@
     svg.removeAttribute("height");
     svg.setAttribute("width", "100%");
     svg.setAttribute("height", "100%");
-    var pz = null;
+    var entry = { fig: fig, svg: svg, pz: null, flaggable: fig.hasAttribute("data-flaggable"),
+      font: smallestFont(svg), layout: svg.getAttribute("data-layout") || "TB", map: null };
+    entry.map = minimap(entry);  // copied before svg-pan-zoom moves the drawing into its viewport
     if (window.svgPanZoom) {
-      pz = window.svgPanZoom(svg, { zoomEnabled: true, controlIconsEnabled: false, fit: true, center: true,
-        minZoom: 0.2, maxZoom: 30, zoomScaleSensitivity: 0.3, dblClickZoomEnabled: false });
+      entry.pz = window.svgPanZoom(svg, { zoomEnabled: true, controlIconsEnabled: false, fit: true, center: true,
+        minZoom: 0.05, maxZoom: 30, zoomScaleSensitivity: 0.3, dblClickZoomEnabled: false,
+        onPan: function () { viewChanged(entry); }, onZoom: function () { viewChanged(entry); } });
+      readable(entry);
     }
-    var entry = { fig: fig, svg: svg, pz: pz, flaggable: fig.hasAttribute("data-flaggable") };
     figures.push(entry);
     fig.querySelectorAll(".graph-tools button").forEach(function (b) {
       b.addEventListener("click", function () { act(entry, b.getAttribute("data-act")); });
@@ -67,9 +70,15 @@
         select({ kind: g.classList.contains("node") ? "node" : "edge", target: g.getAttribute("data-id") }, entry);
       }
     });
-    // A secondary graph inside a closed <details> has no size until opened.
-    var det = fig.closest("details");
-    if (det) det.addEventListener("toggle", function () { if (det.open) act(entry, "fit"); });
+    // Panes change size with the window: fit again.
+    if (window.ResizeObserver) {
+      var last = null;
+      new ResizeObserver(function () {
+        var size = entry.svg.clientWidth + "x" + entry.svg.clientHeight;
+        if (size !== last && last !== null && entry.pz && !entry.fig.classList.contains("fullsize")) readable(entry);
+        last = size;
+      }).observe(fig.querySelector(".graph-canvas"));
+    }
   }
 
   function act(entry, what) {
@@ -82,8 +91,122 @@
     if (!pz) return;
     if (what === "in") pz.zoomIn();
     else if (what === "out") pz.zoomOut();
-    else if (what === "fit") { pz.resize(); pz.fit(); pz.center(); }
+    else if (what === "fit") readable(entry);
     entry.fig.setAttribute("data-zoom", pz.getZoom().toFixed(3));
+  }
+
+  // Labels readable at "Fit": the whole drawing when its smallest label is then at least
+  // MIN_FONT_PX on screen; otherwise that zoom, with the graph's first node in view (top centre
+  // of a top-to-bottom drawing, left middle of a left-to-right one) and the minimap to move about.
+  var MIN_FONT_PX = 10;
+
+  function smallestFont(svg) {
+    var least = Infinity;
+    svg.querySelectorAll("text[font-size]").forEach(function (t) {
+      var v = parseFloat(t.getAttribute("font-size"));
+      if (v > 0 && v < least) least = v;
+    });
+    return least === Infinity ? 10 : least;
+  }
+
+  function viewport(entry) { return entry.svg.querySelector(".svg-pan-zoom_viewport"); }
+
+  // svg-pan-zoom applies a change on the next animation frame: positions come from its state
+  // (zoom: screen pixels per drawing unit; pan: where the drawing's origin is), never from the
+  // DOM's current matrix.
+  function realZoom(entry) { return entry.pz.getSizes().realZoom; }
+
+  function drawingBox(entry, el) {  // el's bounding box in drawing units
+    var vp = viewport(entry);
+    var m = vp.getCTM().inverse().multiply(el.getCTM());
+    var b = el.getBBox(), pts = [[b.x, b.y], [b.x + b.width, b.y + b.height]].map(function (c) {
+      return { x: m.a * c[0] + m.c * c[1] + m.e, y: m.b * c[0] + m.d * c[1] + m.f };
+    });
+    return { x: pts[0].x, y: pts[0].y, width: pts[1].x - pts[0].x, height: pts[1].y - pts[0].y };
+  }
+
+  function readable(entry) {
+    var pz = entry.pz;
+    pz.resize(); pz.fit(); pz.center();
+    var px = realZoom(entry) * entry.font;
+    entry.fig.classList.toggle("clamped", px < MIN_FONT_PX - 0.01);
+    if (px < MIN_FONT_PX - 0.01) {
+      pz.zoom(pz.getZoom() * MIN_FONT_PX / px);
+      var first = entry.svg.querySelector("g.node");
+      if (first) {
+        var z = realZoom(entry), b = drawingBox(entry, first);
+        var w = entry.svg.clientWidth, h = entry.svg.clientHeight;
+        if (entry.layout === "LR") pz.pan({ x: 12 - z * b.x, y: h / 2 - z * (b.y + b.height / 2) });
+        else pz.pan({ x: w / 2 - z * (b.x + b.width / 2), y: 12 - z * b.y });
+      }
+    }
+    viewChanged(entry);
+  }
+
+  // Bring an element of the drawing into view (a turn was picked whose node is off screen).
+  function reveal(entry, el) {
+    if (!entry || !entry.pz || !el) return;
+    var z = realZoom(entry), pan = entry.pz.getPan(), b = drawingBox(entry, el);
+    var w = entry.svg.clientWidth, h = entry.svg.clientHeight;
+    var x0 = z * b.x + pan.x, y0 = z * b.y + pan.y, x1 = x0 + z * b.width, y1 = y0 + z * b.height;
+    if (x0 >= 0 && y0 >= 0 && x1 <= w && y1 <= h) return;
+    entry.pz.pan({ x: w / 2 - z * (b.x + b.width / 2), y: h / 2 - z * (b.y + b.height / 2) });
+  }
+
+  // The minimap: a small copy of the drawing with the visible part outlined; click or drag on it
+  // to move the view there.
+  function minimap(entry) {
+    var canvas = entry.fig.querySelector(".graph-canvas");
+    var vb = entry.svg.getAttribute("viewBox");
+    if (!canvas || !vb) return null;
+    var copy = entry.svg.cloneNode(true);
+    copy.removeAttribute("data-nodes");
+    copy.querySelectorAll("[id]").forEach(function (el) { el.removeAttribute("id"); });
+    copy.querySelectorAll("[data-id], [tabindex], [role]").forEach(function (el) {
+      ["data-id", "data-source", "data-target", "tabindex", "role", "aria-label"].forEach(function (a) { el.removeAttribute(a); });
+    });
+    copy.querySelectorAll("title, text").forEach(function (el) { el.parentNode.removeChild(el); });
+    copy.querySelectorAll("g.node, g.edge").forEach(function (el) { el.setAttribute("class", "mm-" + el.getAttribute("class")); });
+    copy.setAttribute("preserveAspectRatio", "xMidYMid meet");
+    copy.setAttribute("aria-hidden", "true");
+    var NS = "http://www.w3.org/2000/svg";
+    var view = document.createElementNS(NS, "rect");
+    view.setAttribute("class", "minimap-view");
+    copy.appendChild(view);
+    var box = document.createElement("div");
+    box.className = "minimap";
+    box.title = "Minimap: click or drag to move the view";
+    box.appendChild(copy);
+    canvas.appendChild(box);
+    function goTo(ev) {
+      var m = copy.getScreenCTM();
+      if (!m || !entry.pz) return;
+      var p = copy.createSVGPoint();
+      p.x = ev.clientX; p.y = ev.clientY;
+      p = p.matrixTransform(m.inverse());
+      var z = realZoom(entry);
+      entry.pz.pan({ x: entry.svg.clientWidth / 2 - z * p.x, y: entry.svg.clientHeight / 2 - z * p.y });
+    }
+    var dragging = false;
+    box.addEventListener("mousedown", function (ev) { ev.preventDefault(); dragging = true; goTo(ev); });
+    document.addEventListener("mousemove", function (ev) { if (dragging) goTo(ev); });
+    document.addEventListener("mouseup", function () { dragging = false; });
+    return { box: box, copy: copy, view: view };
+  }
+
+  function viewChanged(entry) {
+    if (!entry.pz) return;
+    var z = realZoom(entry), pan = entry.pz.getPan();
+    entry.fig.setAttribute("data-font-px", (z * entry.font).toFixed(2));
+    entry.fig.setAttribute("data-zoom", entry.pz.getZoom().toFixed(3));
+    if (!entry.map) return;
+    var v = entry.map.view, w = entry.svg.clientWidth, h = entry.svg.clientHeight;
+    v.setAttribute("x", -pan.x / z); v.setAttribute("y", -pan.y / z);
+    v.setAttribute("width", w / z); v.setAttribute("height", h / z);
+    // Shown only while part of the drawing is out of view.
+    var vb = entry.map.copy.viewBox.baseVal, x = -pan.x / z, y = -pan.y / z, eps = 1;
+    var whole = vb && x <= vb.x + eps && y <= vb.y + eps && x + w / z >= vb.x + vb.width - eps && y + h / z >= vb.y + vb.height - eps;
+    entry.map.box.hidden = !!whole;
   }
 
   function primary() {
@@ -92,7 +215,7 @@
   }
 
   function clear() {
-    document.querySelectorAll(".hl, .hl-sel").forEach(function (el) { el.classList.remove("hl", "hl-sel"); });
+    document.querySelectorAll(".hl, .hl-sel").forEach(function (el) { el.classList.remove("hl", "hl-sel", "hl-turn"); });
   }
 
   function esc(s) { return window.CSS && CSS.escape ? CSS.escape(s) : s.replace(/["\\]/g, "\\$&"); }
@@ -110,19 +233,33 @@
       var e = root.querySelector('g.edge[data-id="' + esc(target.target) + '"]');
       if (e) { e.classList.add("hl", "hl-sel"); nodeIds = [e.getAttribute("data-source"), e.getAttribute("data-target")]; }
     }
+    var firstTurn = null;
     if (target.kind === "turn") {
       var li = document.querySelector('li.turn[data-turn="' + esc(target.target) + '"]');
       if (li) {
         li.classList.add("hl", "hl-sel");
-        if (li.getAttribute("data-node")) nodeIds = [li.getAttribute("data-node")];
+        var node = li.getAttribute("data-node");
+        if (node) {
+          nodeIds = [node];
+          // The edge the conversation took into this turn's node: from the last earlier turn
+          // on another node.
+          var prev = li.previousElementSibling;
+          while (prev && (!prev.getAttribute("data-node") || prev.getAttribute("data-node") === node)) {
+            prev = prev.previousElementSibling;
+          }
+          var into = prev && root.querySelector('g.edge[data-id="' + esc(prev.getAttribute("data-node") + "->" + node) + '"]');
+          if (into) into.classList.add("hl", "hl-turn");
+          var n0 = root.querySelector('g.node[data-id="' + esc(node) + '"]');
+          if (n0) reveal(entry, n0);
+        }
         li.scrollIntoView({ block: "nearest" });
       }
     }
     nodeIds.forEach(function (id, i) {
       var n = root.querySelector('g.node[data-id="' + esc(id) + '"]');
       if (n) n.classList.add("hl");
-      if (n && target.kind === "node") n.classList.add("hl-sel");
-      if (target.kind !== "edge") {
+      if (n && target.kind !== "edge") n.classList.add("hl-sel");
+      if (target.kind === "node") {
         root.querySelectorAll('g.edge[data-source="' + esc(id) + '"], g.edge[data-target="' + esc(id) + '"]')
           .forEach(function (e2) { e2.classList.add("hl"); });
       }
@@ -131,9 +268,12 @@
           // An edge lights the turns of the node it leads to.
           if (target.kind === "edge" && i === 0) return;
           li2.classList.add("hl");
+          if (!firstTurn) firstTurn = li2;
         });
       }
     });
+    // And back: the conversation scrolls to the first turn the picked node or edge lights.
+    if (firstTurn) firstTurn.scrollIntoView({ block: "nearest" });
     listeners.forEach(function (cb) { cb(target); });
   }
 

@@ -110,9 +110,9 @@ class Lineage:
 
 
 def build_lineage(*, conversations: int = 2, hostile: bool = False, validation: list | None = None,
-                  seed: int = 0) -> Lineage:
-    """A full lineage; ``hostile`` puts script tags, quotes and DOT syntax into every text."""
-    text = FLOWGRAPH_TEXT
+                  seed: int = 0, text: str = FLOWGRAPH_TEXT) -> Lineage:
+    """A full lineage; ``hostile`` puts script tags, quotes and DOT syntax into every text; ``text``
+    is the flowgraph (its API nodes among get_order and refund_order)."""
     if hostile:
         text = text.replace("Please tell me your order id.", f"Please tell me your order id. {HOSTILE}")
     intent = IntentFactory(name=HOSTILE if hostile else "order not received")

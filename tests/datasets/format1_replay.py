@@ -1,5 +1,5 @@
 """Replays the frozen format 1 releases (fixtures/format1/<vendor>/*/stored.json) through migration
-0008 on a fresh database and compares every download with the format 1 code's output saved beside
+0010 on a fresh database and compares every download with the format 1 code's output saved beside
 them. Run by test_format1_migration in a subprocess (the suite itself runs without migrations):
 
     DATABASE_URL=... python -m tests.datasets.format1_replay

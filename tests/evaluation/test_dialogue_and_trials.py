@@ -36,10 +36,13 @@ DST_TESTS = [  # test id, conversation, position, context, expected
 ]
 # Gold states by hand: t21 pursues get_order_details, nothing given yet; t22 the user gave 812;
 # t23 no API is left to call; t24 the first message gives both 900 and "damaged".
-GOLD = {21: {"api": "get_order_details", "slots": {}},
-        22: {"api": "get_order_details", "slots": {"order_id": 812}},
-        23: {"api": None, "slots": {}},
-        24: {"api": "refund_order", "slots": {"order_id": 900, "reason": "damaged"}}}
+# Every API is confirmed except at t23 (none left to call).
+GOLD = {21: {"api_confirmed": True, "api": "get_order_details", "slots": {}, "slot_sources": {}},
+        22: {"api_confirmed": True, "api": "get_order_details", "slots": {"order_id": 812},
+             "slot_sources": {"order_id": "user"}},
+        23: {"api_confirmed": False, "api": None, "slots": {}, "slot_sources": {}},
+        24: {"api_confirmed": True, "api": "refund_order", "slots": {"order_id": 900, "reason": "damaged"},
+             "slot_sources": {"order_id": "user", "reason": "user"}}}
 
 
 def dst_release() -> Release:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PURE = ["evaluation.metrics", "evaluation.reader", "evaluation.agents", "evaluation.trials", "evaluation.dialogue_actions", "evaluation.comparison",
-        "evaluation.dst"]
+        "evaluation.dst", "evaluation.sessions"]
 
 
 def test_pure_evaluation_modules_never_import_django():

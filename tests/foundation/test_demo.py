@@ -61,6 +61,8 @@ def test_demo_has_an_evaluated_release():
     call_command("load_demo")
     release = Release.objects.get(name="demo-automatic")
     assert release.kind == "automatic" and release.entries.count() > 0
+    # issue #28: the demo's offline conversations pass the fidelity audit; none was left out
+    assert release.audit["failed"] == 0 and release.audit["left_out"] == 0, release.audit
     runs = {r.agent.mode: r for r in EvaluationRun.objects.filter(release=release).select_related("agent")}
     assert set(runs) == {"gold", "always_reply", "first_api"}
     assert all(r.status == RunStatus.SUCCEEDED and r.done == release.entries.count() for r in runs.values())

@@ -99,11 +99,13 @@ def test_logout_is_post_only(client, annotator_a):
     "persona,destination",
     [("annotator", "curation:queue"), ("annotator_b", "curation:queue"), ("adjudicator", "curation:adjudication")],
 )
-def test_single_destination_roles_go_straight_to_work(client, personas, persona, destination):
+def test_single_destination_roles_get_a_home_linking_their_work(client, personas, persona, destination):
+    # Issue #31: every role has a home page at / (it used to redirect these roles straight on).
     client.force_login(personas[persona])
     response = client.get("/")
-    assert response.status_code == 302 and response["Location"] == reverse(destination)
-    assert client.get(response["Location"]).status_code == 200
+    assert response.status_code == 200
+    assert reverse(destination).encode() in response.content
+    assert client.get(reverse(destination)).status_code == 200
 
 
 def test_researcher_home_lists_datasets_and_evaluation(client, researcher):
@@ -112,7 +114,7 @@ def test_researcher_home_lists_datasets_and_evaluation(client, researcher):
     assert response.status_code == 200
     assert reverse("datasets:releases").encode() in response.content
     assert reverse("evaluation:runs").encode() in response.content
-    assert reverse("generation:dashboard").encode() not in response.content
+    assert f'href="{reverse("generation:dashboard")}"'.encode() not in response.content
 
 
 def test_admin_home_lists_everything(client, admin_user):

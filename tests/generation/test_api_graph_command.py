@@ -13,7 +13,7 @@ from generation.models import Api, Intent, Procedure
 APIS = [
     {"name": "find_user_id_by_email", "description": "Find a user id by email.",
      "parameters": {"type": "object", "properties": {"email": {"type": "string"}}},
-     "returns": {"python_type": "str", "description": "str: The user id if found."}},
+     "returns": {"type": "string", "title": "user_id", "description": "The user id if found."}},
     {"name": "get_user_details", "description": "Get the details of a user.",
      "parameters": {"type": "object", "properties": {"user_id": {"type": "string"}}},
      "returns": {"python_type": "User", "description": "User: The user details."}},
@@ -101,3 +101,25 @@ def test_page_rejects_a_bad_score(client, researcher, db):
     client.force_login(researcher)
     response = client.get(reverse("generation:api_graph"), {"min_score": "7"})
     assert response.status_code == 200 and "less than or equal to 1" in response.content.decode()
+
+
+def test_imported_output_schemas(tmp_path):
+    """tau-bench's retail tools declare no output: no edge until --outputs imports our schemas."""
+    from pathlib import Path
+
+    tools = Path(__file__).resolve().parents[3] / "shared" / "data" / "tau_bench" / "retail" / "tools.json"
+    if not tools.exists():
+        pytest.skip("../shared/data/tau_bench is not here")
+    schemas = Path(__file__).resolve().parents[1] / "pipeline" / "data" / "tau_bench_retail_outputs.json"
+    out = tmp_path / "g.json"
+    call_command("api_graph", "--apis", str(tools), "--out", str(out), "--no-embeddings")
+    assert json.loads(out.read_text())["edges"] == []
+    call_command("api_graph", "--apis", str(tools), "--outputs", str(schemas), "--out", str(out), "--no-embeddings")
+    edges = {(e["source"], e["target"]): e for e in json.loads(out.read_text())["edges"]}
+    assert {"output": "orders[]", "input": "order_id", "via": "list item"}.items() <= \
+        edges[("get_user_details", "get_order_details")]["fields"][0].items()
+    assert ("cancel_pending_order", "return_delivered_order_items") not in edges  # a cancelled order
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"no_such_tool": {"returns": {"type": "string", "title": "x"}}}')
+    with pytest.raises(CommandError, match="bad.json: output schemas name APIs that are not in the list: no_such_tool"):
+        call_command("api_graph", "--apis", str(tools), "--outputs", str(bad), "--out", str(out))

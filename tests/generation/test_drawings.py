@@ -47,7 +47,7 @@ def test_the_review_page_reads_the_stored_drawing_without_drawing(monkeypatch):
     items_sync()
     item = ReviewItem.objects.filter(stage=ReviewStage.FLOWGRAPH).first()
     row = Flowgraph.objects.get(pk=item.object_id)
-    monkeypatch.setattr(drawings, "to_svg", lambda *a, **k: pytest.fail("drew at request time"))
+    monkeypatch.setattr(drawings, "to_svg_readable", lambda *a, **k: pytest.fail("drew at request time"))
     with CaptureQueriesContext(connection) as ctx:
         out = cached_svg(row)
     assert out["error"] == "" and "<svg" in out["svg"] and ctx.captured_queries == []

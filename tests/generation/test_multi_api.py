@@ -14,7 +14,7 @@ from tests.generation.scripts import JOB_CONFIG, StageScript
 CHAIN_APIS = [
     {"name": "find_user_id_by_email", "description": "Find a user id by email.",
      "parameters": {"type": "object", "properties": {"email": {"type": "string", "description": "The email"}}},
-     "returns": {"python_type": "str", "description": "str: The user id."}},
+     "returns": {"type": "string", "title": "user_id", "description": "The user id."}},
     {"name": "get_user_details", "description": "Get the details of a user.",
      "parameters": {"type": "object", "properties": {"user_id": {"type": "string", "description": "The user id"}}},
      "returns": {"python_type": "User", "description": "User: The user details."}},

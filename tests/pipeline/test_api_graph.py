@@ -40,11 +40,17 @@ def test_same_name_id_fills_the_next_call():
     assert (m.output, m.input, m.how) == ("user_id", "user_id", "name")
 
 
-def test_an_entity_output_fills_its_id():
-    got = edges(GET_ORDER, CANCEL)
-    assert ("get_order_details", "cancel_order") in got and ("cancel_order", "get_order_details") in got
-    assert got[("get_order_details", "cancel_order")].matches[0].how == "entity"
-    assert ("get_user_details", "get_order_details") not in edges(GET_USER, GET_ORDER)  # a user is not an order
+def test_a_record_fills_only_the_fields_it_declares():
+    """The old entity rule linked an output typed `Order` to every `order_id`; a record that does not
+    hold the id (a user record holds no user_id) fills nothing."""
+    assert edges(GET_ORDER, CANCEL) == {}  # "order" (Order) declares no order_id
+    loose = api("find_user", [("email", "str", "")], [("user_id", "dict", "")])  # the paper's loose typing
+    assert set(edges(loose, GET_USER)) == {("find_user", "get_user_details")}  # its very name: it is the id
+    order = [("order", "object", "The order"), ("order_id", "string", "The order id")]
+    got = edges(api("get_order_details", [("order_id", "string", "")], order), CANCEL)
+    assert set(got) == {("get_order_details", "cancel_order")}
+    assert [(m.output, m.input, m.how) for m in got[("get_order_details", "cancel_order")].matches] == [
+        ("order_id", "order_id", "name")]
 
 
 def test_generic_names_link_only_within_a_domain():
@@ -91,10 +97,14 @@ def test_loaders_read_the_published_shapes_and_name_bad_items():
     star = {"function": "ride_status", "input": [{"Name": "id", "Type": "Integer"}],
             "output": [{"Name": "DriverName", "Type": "ShortString"}]}
     ours = {"name": "refund", "params": [{"order_id": "int"}], "output": {"name": "ok", "type": "bool"}}
-    nodes = G.load_apis([tau, tau2, star, ours])
-    assert [n.name for n in nodes] == ["get_order_details", "get_user_details", "ride_status", "refund"]
-    assert nodes[1].outputs[0].type == "User" and nodes[2].outputs[0].name == "DriverName"
-    assert nodes[3].inputs[0].name == "order_id"
+    mcp = {"name": "lookup", "inputSchema": {"type": "object"},
+           "outputSchema": {"type": "object", "properties": {"order_id": {"type": "string"}}}}
+    nodes = G.load_apis([tau, tau2, star, ours, mcp])
+    assert [n.name for n in nodes] == ["get_order_details", "get_user_details", "ride_status", "refund", "lookup"]
+    # tau-bench declares no output and tau2 only a type name: no field is made up from the API name
+    assert nodes[0].outputs == [] and nodes[1].outputs == []
+    assert nodes[2].outputs[0].name == "DriverName" and nodes[3].outputs[0].name == "ok"
+    assert nodes[3].inputs[0].name == "order_id" and [f.name for f in nodes[4].outputs] == ["order_id"]
     with pytest.raises(G.ApiGraphInputError, match="item 1: field 'name'"):
         G.load_apis([ours, {"params": []}])
 

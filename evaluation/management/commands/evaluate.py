@@ -90,6 +90,9 @@ class Command(BaseCommand):
                             help="the run fails when more tests than this share (0..1 or N%%) got no answer or an "
                                  "unreadable one (default 0.1)")
         parser.add_argument("--dst", action="store_true", help="also ask the agent for the dialogue state")
+        parser.add_argument("--action-labels", choices=["rules", "model"], default="rules",
+                            help="predicted dialogue actions: lexical rules on the answer (default) or asked of "
+                                 "the agent's model (ToolDial)")
         parser.add_argument("--concurrency", type=int, default=None)
         parser.add_argument("--timeout", type=float, default=0, help="--wait: give up after this many seconds")
         # CI gates, as in the standalone runner (issue #18): exit 1 when one fails.
@@ -127,7 +130,8 @@ class Command(BaseCommand):
                 run = services.run_create(agent=agent, release=release, similarity=opts["similarity"],
                                           threshold=opts["threshold"], concurrency=opts["concurrency"],
                                           comparison=opts["comparison"] or M.EXACT, trials=opts["trials"],
-                                          dst=opts["dst"], start=not opts["inline"], max_error_share=limit)
+                                          dst=opts["dst"], start=not opts["inline"], max_error_share=limit,
+                                          action_labels=opts["action_labels"])
             except (services.EvaluationError, S.SimilarityUnavailable) as exc:
                 raise CommandError(str(exc), returncode=2) from exc
             self.stdout.write(f"run #{run.pk}: {agent.name} on {release}, {run.total} tests, "

@@ -44,6 +44,8 @@ class Command(BaseCommand):
         parser.add_argument("--temperature", action="append", default=[], metavar="STAGE=T",
                             help="temperature of one LLM stage, e.g. --temperature procedures=0.9 (repeatable)")
         parser.add_argument("--no-cache", action="store_true", help="call the endpoint even for prompts seen before")
+        parser.add_argument("--batch", action="store_true",
+                            help="send the LLM stages through the endpoint's Batch API (half the price; needs a worker)")
         parser.add_argument("--conversation-graph", choices=["llm", "deterministic"], default="deterministic")
         parser.add_argument("--conversations", choices=["llm", "offline", "procedure"], default="offline",
                             help="procedure = straight from procedures (A.7 ablation)")
@@ -63,13 +65,15 @@ class Command(BaseCommand):
             "intents": opts["intents"] or 0, "procedures_per_intent": opts["procedures_per_intent"],
             "paths": opts["paths"], "sampler": opts["sampler"], "noise": opts["noise"], "seed": opts["seed"],
             "conversation_graph": opts["conversation_graph"], "conversations": opts["conversations"],
-            "cache": not opts["no_cache"], "temperatures": {},
+            "cache": not opts["no_cache"], "temperatures": {}, "batch": opts["batch"],
         }
         for item in opts["temperature"]:
             stage, sep, value = item.partition("=")
             if not sep:
                 raise CommandError(f"--temperature {item!r}: write STAGE=T", returncode=2)
             config["temperatures"][stage.strip()] = value.strip()
+        if opts["batch"] and opts["inline"]:
+            raise CommandError("--batch needs a worker to poll the batches: leave out --inline", returncode=2)
         try:
             job = services.job_create(config=config, name=opts["name"] or "command line", import_data=import_data,
                                       enqueue=not opts["inline"])

@@ -110,3 +110,19 @@ def test_missing_rows_come_back_as_none():
     assert artifact.pk == conversation.pk and artifact.path_id is None and artifact.procedure.pk == lineage.procedure.pk
     item.object_id = 10**9
     assert _read(item) is None
+
+
+def test_drawings_from_before_the_layout_choice_are_drawn_again():
+    """Issue #31: a stored drawing without data-layout (always top-to-bottom) counts as undrawn, so
+    the page draws it again with the direction its shape chooses, once."""
+    build_lineage(conversations=1)
+    items_sync()
+    item = ReviewItem.objects.get(stage=ReviewStage.FLOWGRAPH)
+    artifact = _read(item)
+    old = '<svg data-nodes="[]" width="10pt" height="10pt"><g/></svg>'
+    type(artifact).objects.filter(pk=artifact.pk).update(svg=old)
+    stale = _read(item)
+    out = cached_svg(stale)
+    assert out["svg"].startswith('<svg data-layout="') and "data-nodes=" in out["svg"][:400]
+    stored = type(artifact).objects.get(pk=artifact.pk).svg
+    assert stored.startswith('<svg data-layout="') and "data" in _deferred(_read(item))

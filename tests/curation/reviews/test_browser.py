@@ -68,7 +68,7 @@ def test_blind_double_review_then_adjudication(browser, live_server, annotator_a
     # Annotator A rejects with the keyboard: r asks for a reason, 1 picks one, r submits.
     a = login(browser, live_server, annotator_a.username)
     open_next_flowgraph(a, live_server)
-    assert a.locator("figure.graph svg").count() == 1
+    assert a.locator("figure.graph .graph-canvas > svg").count() == 1
     assert a.locator("figure.graph svg g.node").count() == len(lin.flowgraph.data["nodes"])
     a.keyboard.press("?")
     assert a.locator("#help").is_visible()
@@ -90,7 +90,7 @@ def test_blind_double_review_then_adjudication(browser, live_server, annotator_a
     html = b.content()
     assert "A-PRIVATE-COMMENT" not in html
     assert b.locator("#other-verdicts").count() == 0
-    assert b.locator("figure.graph svg").count() == 1
+    assert b.locator("figure.graph .graph-canvas > svg").count() == 1
     with b.expect_navigation():
         b.keyboard.press("a")
     item.refresh_from_db()

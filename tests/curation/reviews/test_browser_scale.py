@@ -52,10 +52,10 @@ def test_flowgraph_zoom_fit_highlight_and_flags(browser, live_server, annotator_
     a = login(browser, live_server, annotator_a.username)
     open_next(a, live_server, "flowgraph")
     fig = a.locator("figure.graph.primary")
-    # Layout at 1400 px: the graph takes at least half the width, the verdict panel is above the fold.
-    assert fig.bounding_box()["width"] >= 690
+    # Layout at 1400 px: the graph beside its procedure (issue #31), the verdict panel above the fold.
+    assert fig.bounding_box()["width"] >= 420
     verdict = a.locator("#verdict-panel").bounding_box()
-    assert verdict["y"] < 400 and verdict["x"] > fig.bounding_box()["x"] + 690
+    assert verdict["y"] < 400 and verdict["x"] > a.locator("#procedure").bounding_box()["x"] + 420
     assert a.locator("#btn-reject").bounding_box()["y"] < 900
     assert a.locator("#lineage").get_attribute("open") is None
     shot(a, "review-flowgraph")
@@ -128,7 +128,7 @@ def test_conversation_turns_and_nodes_light_each_other_and_take_flags(browser, l
     a = login(browser, live_server, annotator_a.username)
     open_next(a, live_server, "conversation")
     shot(a, "review-conversation")
-    assert a.locator("figure.graph.primary").bounding_box()["width"] >= 690
+    assert a.locator("figure.graph.primary").bounding_box()["width"] >= 420
     # A turn lights the node it realises; a node lights its turns.
     turn = a.locator("li.turn[data-node]:not([data-node=''])").first
     node_id = turn.get_attribute("data-node")
@@ -332,9 +332,9 @@ def test_procedure_and_conversation_graph_pages_at_1400px(browser, live_server, 
     a = login(browser, live_server, annotator_a.username)
     open_next(a, live_server, "conversation_graph")
     fig = a.locator("figure.graph.primary")
-    assert fig.bounding_box()["width"] >= 690 and a.locator("#verdict-panel").bounding_box()["y"] < 400
-    # The flowgraph is folded away; opening it fits its drawing.
-    assert a.locator("details.secondary-graph").get_attribute("open") is None
+    assert fig.bounding_box()["width"] >= 420 and a.locator("#verdict-panel").bounding_box()["y"] < 400
+    # The flowgraph beside it, drawn (issue #31; it was folded away).
+    assert a.locator("#parent-graph svg g.node").count() >= 1
     # Clicking an edge lights it and its two ends.
     edge = a.locator("figure.graph.primary g.edge[data-id]").first
     source, target = edge.get_attribute("data-source"), edge.get_attribute("data-target")

@@ -119,7 +119,7 @@ def test_403_and_404_pages_are_in_the_site_layout(db, annotator_a, url, who, cod
         resp = client.get(url)
     assert resp.status_code == code
     body = resp.content.decode()
-    assert 'class="topbar"' in body and "<nav>" in body and 'href="/curation/queue/"' in body
+    assert 'class="topbar"' in body and "<nav aria-label=\"Main\">" in body and 'href="/curation/queue/"' in body
     assert f"({code})" in body
 
 

@@ -48,7 +48,7 @@ def rewrite_format1(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('curation', '0007_i14_review_path_indexes'),
+        ('curation', '0009_i28o_release_audit'),
     ]
 
     operations = [

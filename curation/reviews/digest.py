@@ -1,0 +1,43 @@
+"""The daily e-mail digest of unread notifications, through Django's mail backend.
+
+Sent only when ALMITA_DIGEST_EMAIL is on (and then through whatever EMAIL_BACKEND the deployment
+configured); each notification is e-mailed at most once, and users without an address are skipped.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.utils import timezone
+
+from curation.models import Notification
+
+
+def digest_enabled() -> bool:
+    return bool(getattr(settings, "ALMITA_DIGEST_EMAIL", False))
+
+
+def send_digest() -> tuple[int, int]:
+    """(e-mails sent, notifications in them). Unread, not yet e-mailed notifications, one mail per user."""
+    if not digest_enabled():
+        return 0, 0
+    pending = (Notification.objects.filter(read_at__isnull=True, emailed_at__isnull=True)
+               .exclude(user__email="").select_related("user", "item").order_by("created_at", "id"))
+    by_user: dict[int, list[Notification]] = defaultdict(list)
+    for n in pending:
+        by_user[n.user_id].append(n)
+    sent = count = 0
+    for rows in by_user.values():
+        user = rows[0].user
+        lines = [f"- {timezone.localtime(n.created_at):%Y-%m-%d %H:%M} {n.message}" for n in rows]
+        body = (f"Hello {user.get_username()},\n\n{len(rows)} notification(s) since your last digest:\n\n"
+                + "\n".join(lines) + "\n\nOpen Almita Studio's notifications page to mark them read.\n")
+        with transaction.atomic():
+            send_mail(subject=f"Almita Studio: {len(rows)} notification(s)", message=body,
+                      from_email=None, recipient_list=[user.email])
+            Notification.objects.filter(pk__in=[n.pk for n in rows]).update(emailed_at=timezone.now())
+        sent += 1
+        count += len(rows)
+    return sent, count
