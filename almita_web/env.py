@@ -111,11 +111,11 @@ def database_from_url(url: str, base_dir: Path, name: str = "DATABASE_URL") -> d
         if not path.is_absolute():
             path = base_dir / path
         return {
-            # Django's SQLite backend with writers queued on a lock file (almita_web/sqlite/base.py).
-            "ENGINE": "almita_web.sqlite",
+            "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(path),
             # IMMEDIATE makes every atomic block take SQLite's write lock up front, so two
-            # annotators can never both read "one review still needed" and both claim the item.
+            # annotators can never both read "one review still needed" and both claim the item;
+            # a writer that finds it taken waits in SQLite's busy handler, up to `timeout` seconds.
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 30,
@@ -136,7 +136,7 @@ def database_from_url(url: str, base_dir: Path, name: str = "DATABASE_URL") -> d
         except ValueError:
             raise ImproperlyConfigured(f"{name}={url!r} has a bad port") from None
         return {
-            "ENGINE": "almita_web.postgres",  # Django's, health check skipped for a busy connection
+            "ENGINE": "django.db.backends.postgresql",
             "NAME": db_name,
             "USER": unquote(parsed.username or ""),
             "PASSWORD": unquote(parsed.password or ""),
@@ -178,3 +178,32 @@ def broker_from_url(url: str, var_dir: Path, name: str = "CELERY_BROKER_URL") ->
     if scheme in ("redis", "rediss", "amqp", "memory"):
         return BrokerConfig(url=url, transport_options={"visibility_timeout": 3600} if scheme.startswith("redis") else {})
     raise ImproperlyConfigured(f"{name}={url!r}: unsupported broker; use filesystem:// or redis://host:port/db")
+
+
+def cache_from_url(cache_url: str, broker_url: str, cache_dir: Path, name: str = "CACHE_URL") -> dict:
+    """The default cache: one for every web host (sessions, path-highlighted drawings).
+
+    ``CACHE_URL`` decides when set: ``redis://host:port/db`` (Django's Redis cache) or ``file://``
+    (files under ``cache_dir``; ``file:///path`` elsewhere). Unset, a stack whose broker is Redis
+    (docker-compose) uses that Redis server with the next database number, so clearing the cache
+    never touches the task queue; the embedded default (filesystem broker) keeps files in var/.
+    """
+    url = cache_url.strip()
+    if not url:
+        parsed = urlparse(broker_url)
+        if parsed.scheme in ("redis", "rediss"):
+            try:
+                db = int(parsed.path.lstrip("/") or 0)
+            except ValueError:
+                raise ImproperlyConfigured(f"CELERY_BROKER_URL={broker_url!r} has a bad database number") from None
+            url = parsed._replace(path=f"/{(db + 1) % 16}").geturl()
+        else:
+            url = "file://"
+    scheme = urlparse(url).scheme
+    if scheme in ("redis", "rediss"):
+        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "KEY_PREFIX": "almita"}
+    if scheme == "file":
+        path = unquote(urlparse(url).path) or str(cache_dir)
+        return {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": path,
+                "OPTIONS": {"MAX_ENTRIES": 5000}}
+    raise ImproperlyConfigured(f"{name}={url!r}: unsupported cache; use redis://host:port/db or file://")

@@ -13,6 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from almita_web.env import (
     broker_from_url,
+    cache_from_url,
     database_from_url,
     env_bool,
     env_float,
@@ -95,8 +96,6 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
-# ModelBackend with the per-request user lookup as one plain query (almita_web/auth.py).
-AUTHENTICATION_BACKENDS = ["almita_web.auth.ModelBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -114,15 +113,12 @@ WHITENOISE_USE_FINDERS = True
 # It also serves STATIC_ROOT when collectstatic has filled it; until then it would warn at every start.
 warnings.filterwarnings("ignore", message="No directory at: ", category=UserWarning)
 
-# One cache all server processes share: a conversation's path-highlighted SVG costs a Graphviz
-# run, and a per-process memory cache would redo it in every worker. Files under VAR_DIR need no
-# extra service; CACHE_DIR moves them.
+# One cache every server process and web host shares (sessions, path-highlighted drawings): Redis
+# when the stack has Redis (CACHE_URL, or the broker's server), files under VAR_DIR (CACHE_DIR moves
+# them) on the embedded default.
 CACHES = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-        "LOCATION": env_str("CACHE_DIR", str(VAR_DIR / "cache")),
-        "OPTIONS": {"MAX_ENTRIES": 5000},
-    },
+    "default": cache_from_url(env_str("CACHE_URL"), env_str("CELERY_BROKER_URL", "filesystem://"),
+                              Path(env_str("CACHE_DIR", str(VAR_DIR / "cache")))),
 }
 
 # Sessions are read on every request: from the shared cache above (a file read), written through

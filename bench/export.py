@@ -12,12 +12,11 @@ use, written to a temporary file:
 * JSONL download: stored JSON text → curation.releases.exports.jsonl_chunks (what tests.jsonl streams);
 * CSV download: stored CSV records → csv_line_chunks (what tests.csv streams);
 * CSV rendering: decoded rows → csv_chunks / CsvLineMaker, the work release_create does once per
-  test; with --db, the download's fallback for format-1 releases without stored records
-  (curation.releases.format1_csv.rendered_csv_chunks: the stored row text cut apart, per-row decode only
-  for rows it cannot prove).
+  test.
 
-With --db the rows are first inserted into a release of a throwaway SQLite database (tables built
-from the models) and streamed from it exactly as the views do. Target: ≥ 50,000 rows/s and
+With --db the rows are first inserted into two releases of a throwaway SQLite database (tables built
+from the models), one of slim rows (release_create's) and one of whole rows (releases frozen before
+the slim rows, and rows built by hand), and streamed from them exactly as the views do. Target: ≥ 50,000 rows/s and
 < 300 MB peak RSS. Each line also gives rows per CPU-second and the load average, because the
 figures depend on how busy the machine is.
 """
@@ -117,7 +116,7 @@ def synthetic_text_rows(n: int):
         for j in range(7):
             row = {**tpl, "test_id": 0, "conversation_id": 0, "position": 2 * j + 1,
                    "context": tpl["context"][: 2 * j + 1]}
-            # Sorted keys: the canonical text release_create stored in format 1 releases.
+            # Sorted keys: the canonical text of a whole row.
             text = json.dumps(row, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
             head, tail = text.split('"conversation_id":0', 1)
             mid, end = tail.rsplit('"test_id":0', 1)
@@ -200,7 +199,7 @@ def fill_db(n: int):
 
 
 def fill_db_slim(n: int):
-    """The same n rows as a format 2 release (what release_create makes now): slim rows naming their
+    """The same n rows as release_create stores them: slim rows naming their
     procedure and their context's length, the procedure, intent and conversation records once."""
     from django.db import connection, transaction
 
@@ -220,7 +219,7 @@ def fill_db_slim(n: int):
             rest = full.split(",", 3)[3][len(make.procedures[k]) + 1 + len(csv_cell(make.context)) + 1:]
             pool.append((head, tail, rest))
     with transaction.atomic():
-        release = Release.objects.create(name="bench slim", version=1, content_hash="-", format=2,
+        release = Release.objects.create(name="bench slim", version=1, content_hash="-",
                                          manifest={"csv_lines": True, "csv_columns": len(CSV_COLUMNS_N())})
         records = []
         for t in templates():
@@ -271,8 +270,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--db", type=int, default=0, help="stream this many rows from a real release in SQLite")
-    parser.add_argument("--format1-only", action="store_true",
-                        help="with --db: only the format 1 release (e.g. to time code from before format 2)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="almita-bench-") as tmp:
         setup_django(tmp)
@@ -284,26 +281,23 @@ def main() -> None:
             release_csv,
             release_rows_raw,
         )
-        from curation.releases.format1_csv import rendered_csv_chunks
 
         tmpdir = Path(tmp)
         print(f"baseline peak RSS after Django setup: {peak_rss_mb():.1f} MB")
         if args.db:
             release = fill_db(args.db)
-            slim = None if args.format1_only else fill_db_slim(args.db)
+            slim = fill_db_slim(args.db)
             import gc
 
             gc.collect()
-            # Format 2 (release_create now) and format 1 (releases frozen before), same content.
-            if slim is not None:
-                run("JSONL download (format 2)", jsonl_chunks(release_rows_raw(slim)), args.db, tmpdir / "t2.jsonl")
-                run("CSV download (format 2)", release_csv(slim), args.db, tmpdir / "t2.csv")
-                run("HF tests.jsonl (format 2)", hf_sources(slim)["tests.jsonl"](), args.db, tmpdir / "h2.jsonl")
-                del slim
-            run("JSONL download (database)", jsonl_chunks(release_rows_raw(release)), args.db, tmpdir / "t.jsonl")
-            run("CSV download (database)", release_csv(release), args.db, tmpdir / "t.csv")
-            # What tests.csv falls back to for a format-1 release without current stored records.
-            run("CSV rendered from rows (db)", rendered_csv_chunks(release), args.db, tmpdir / "r.csv")
+            # Slim rows (release_create now) and whole rows (releases frozen before), same content.
+            run("JSONL download (slim rows)", jsonl_chunks(release_rows_raw(slim)), args.db, tmpdir / "t2.jsonl")
+            run("CSV download (slim rows)", release_csv(slim), args.db, tmpdir / "t2.csv")
+            run("HF tests.jsonl (slim rows)", hf_sources(slim)["tests.jsonl"](), args.db, tmpdir / "h2.jsonl")
+            del slim
+            run("JSONL download (whole rows)", jsonl_chunks(release_rows_raw(release)), args.db, tmpdir / "t.jsonl")
+            run("CSV download (whole rows)", release_csv(release), args.db, tmpdir / "t.csv")
+            run("HF tests.jsonl (whole rows)", hf_sources(release)["tests.jsonl"](), args.db, tmpdir / "h.jsonl")
         else:
             n = args.rows
             run("JSONL download (generator)", jsonl_chunks(synthetic_text_rows(n)), n, tmpdir / "t.jsonl")

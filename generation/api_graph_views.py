@@ -39,7 +39,7 @@ def api_graph(request: HttpRequest) -> HttpResponse:
         if apis:
             try:
                 # Graphviz writes the labels as escaped XML text; the SVG is inlined as it comes.
-                ctx["svg"] = mark_safe(AG.dot_to_svg(G.graph_to_dot(apis, edges), nodes=len(apis), edges=len(edges)))  # noqa: S308
+                ctx["svg"] = mark_safe(AG.dot_to_svg(G.graph_to_dot(apis, edges)))  # noqa: S308
             except (GraphvizMissing, RuntimeError) as exc:
                 ctx["error"] = str(exc)
     return render(request, "generation/api_graph.html", ctx)

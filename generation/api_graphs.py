@@ -71,9 +71,9 @@ def build(apis: list[G.ApiNode], *, min_score: float = G.DEFAULT_MIN_SCORE,
     return G.build_graph(apis, min_score=min_score, embed=embed), (MINILM if embed else WORD_OVERLAP)
 
 
-def dot_to_svg(dot: str, timeout: float = 30.0, *, nodes: int | None = None, edges: int | None = None) -> str:
-    """SVG of `dot`; with its node and edge counts known, a small graph is drawn in this process."""
-    return render_dot_to_svg(dot, nodes, edges, timeout)
+def dot_to_svg(dot: str) -> str:
+    """SVG of `dot` (Graphviz through the graphviz package)."""
+    return render_dot_to_svg(dot)
 
 
 def render(apis: list[G.ApiNode], edges: list[G.Edge], fmt: str, *, min_score: float, similarity: str) -> str:
@@ -83,7 +83,7 @@ def render(apis: list[G.ApiNode], edges: list[G.Edge], fmt: str, *, min_score: f
     if fmt == "dot":
         return dot
     if fmt == "svg":
-        return dot_to_svg(dot, nodes=len(apis), edges=len(edges))
+        return dot_to_svg(dot)
     raise G.ApiGraphInputError(f"unknown output format {fmt!r}: use .json, .svg or .dot")
 
 

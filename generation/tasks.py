@@ -209,3 +209,11 @@ def _recover_on_start(sender=None, **_: object) -> None:
 def _stop_recovery(sender=None, **_: object) -> None:
     if _recovery is not None:
         _recovery.stopped.set()
+
+
+@shared_task(name="generation.graphs_draw", **DB_RETRY)
+def graphs_draw_task(label: str, ids: list[int]) -> int:
+    """Draw newly stored graphs (generation.drawings). Idempotent: drawn rows are left alone."""
+    from generation.drawings import graphs_draw
+
+    return graphs_draw(label, ids)

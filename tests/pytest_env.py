@@ -11,3 +11,6 @@ if "ALMITA_VAR_DIR" not in os.environ:
     import tempfile
 
     os.environ["ALMITA_VAR_DIR"] = tempfile.mkdtemp(prefix="almita-test-")
+# Files under the session's var/ unless a run names a cache: tests clear the cache, and a cache
+# derived from a Redis broker would be a database number other runs may use.
+os.environ.setdefault("CACHE_URL", "file://")

@@ -19,7 +19,6 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from almita_web.rows import fetch
 from webhooks import crypto
 from webhooks.models import EVENT_NAMES, TEST_EVENT, Delivery, DeliveryState, Webhook
 
@@ -96,9 +95,7 @@ def _enqueue(delivery_ids: list[int]) -> None:
 
 def fan_out(event: str, data: dict[str, Any]) -> list[int]:
     """One Delivery per webhook subscribed to `event`, each queued. Returns their ids."""
-    # Plain SQL (almita_web.rows): this runs after every concluded review item, and the ORM's
-    # query took longer to build than to run.
-    active = fetch(Webhook, f"SELECT * FROM {Webhook._meta.db_table} WHERE active = %s ORDER BY name, id", [True])
+    active = Webhook.objects.filter(active=True).order_by("name", "id")
     hooks = [h for h in active if h.wants(event)]
     if not hooks:
         return []

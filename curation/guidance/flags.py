@@ -146,7 +146,7 @@ def review_submit_flagged(*, annotator, item_id: int, verdict: str, reason_codes
     seconds = None
     if review.claimed_at is not None:  # when the claim the verdict closed was taken
         seconds = max(0, int((timezone.now() - review.claimed_at).total_seconds()))
-    services.writes.insert(ReviewMeta, review=review.pk, seconds=seconds, guideline_version=current_guide(review.item.stage)[1])
+    ReviewMeta.objects.create(review=review, seconds=seconds, guideline_version=current_guide(review.item.stage)[1])
     return review
 
 

@@ -30,10 +30,13 @@ class Release(models.Model):
     # release how many tests failing it were left out.
     audit = models.JSONField(default=dict, blank=True)
     licence = models.CharField(max_length=100, default="CC-BY-4.0")
-    # How the rows are stored (curation.release_rows): 1, every ReleaseTest row self-contained
-    # (releases made before format 2, and rows built by hand); 2, release_create's slim rows that
-    # name their procedure, whose intent, text and APIs the release's records hold once.
-    format = models.PositiveSmallIntegerField(default=1)
+    # What content_hash covers (release_verify): "stored", every stored value as release_create
+    # writes it (test_hash_line, then each batch's records); "rows", the whole rows' canonical JSON,
+    # then the records, per batch: the hash published with releases frozen before storage format 2
+    # (migration 0011 rewrote them and kept it).
+    hash_scheme = models.CharField(max_length=8, default="stored", choices=[
+        ("stored", "Every stored value (releases frozen in format 2)"),
+        ("rows", "Whole rows, then records (releases frozen in format 1)")])
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -60,11 +63,11 @@ class ReleaseTest(models.Model):
     test_id = models.PositiveBigIntegerField()
     conversation_id = models.PositiveBigIntegerField()
     position = models.PositiveIntegerField()
-    # NULL: `data` is the whole row and `csv_line` the whole CSV record. Set (format 2): `data`
+    # NULL: `data` is the whole row and `csv_line` the whole CSV record. Set (a slim row): `data`
     # lacks "intent", "procedure" and "apis", and `csv_line` the six cells from intent_id to apis;
-    # both come back from the release's records (curation.release_rows splices them in).
+    # both come back from the release's records (curation.releases.rows splices them in).
     procedure_id = models.PositiveBigIntegerField(null=True, blank=True)
-    # Set (format 2): the context is the first `context_len` messages of the release's record of
+    # Set: the context is the first `context_len` messages of the release's record of
     # the conversation, so `data` has no "context" and `csv_line` no context cell.
     context_len = models.PositiveIntegerField(null=True, blank=True)
     data = models.JSONField()

@@ -32,8 +32,6 @@ from curation.releases.csv_render import (  # noqa: F401  (re-exported: callers 
     guarded,
     spreadsheet_safe,
 )
-from curation.releases.format1_csv import rendered_csv_chunks
-from curation.releases.format1_rows import _ContextText, _SlimRow, release_rows_slim  # noqa: F401  (re-exported)
 from curation.releases.rows import (  # noqa: F401  (plain_rows: re-exported)
     Pieces,  # noqa: F401
     csv_lines,
@@ -113,11 +111,8 @@ def release_csv_lines(release: Release, chunk_size: int = 2000) -> Iterator[str]
 
 
 def release_csv(release: Release) -> Iterator[str]:
-    """The download: stored records when the release has them, else rendered now from the rows."""
-    # Stored lines only when they have today's columns (releases before expected_action had 18).
-    if release.manifest.get("csv_lines") and release.manifest.get("csv_columns", 18) == len(CSV_COLUMNS):
-        return csv_line_chunks(release_csv_lines(release))
-    return rendered_csv_chunks(release)
+    """The download: every release stores its CSV records (migration 0011 rendered the missing ones)."""
+    return csv_line_chunks(release_csv_lines(release))
 
 
 def flat_row(d: dict[str, Any]) -> dict[str, Any]:
@@ -241,7 +236,7 @@ def hf_sources(release: Release) -> dict[str, Callable[[], Iterator[str]]]:
     return {
         "README.md": lambda: iter([hf_readme(release)]),
         # Encoded in column order (not sorted): `datasets` takes its column order from the keys.
-        "tests.jsonl": lambda: jsonl_chunks(_HF_ENCODE(hf_row(d)) for d in release_rows_slim(release)),
+        "tests.jsonl": lambda: jsonl_chunks(_HF_ENCODE(hf_row(d)) for d in release_rows(release)),
         "manifest.json": lambda: iter([json.dumps(release.manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"]),
     }
 

@@ -1,17 +1,16 @@
-"""Reading a release's test rows, whatever their storage format: the one place that knows it.
+"""Reading a release's test rows: the one place that knows how they are stored.
 
-Format 1 (releases frozen before format 2, and rows built by hand): every ReleaseTest row is
-self-contained, its ``data`` the whole test row and its ``csv_line`` the whole CSV record.
-
-Format 2 (release_create now): a row whose ``procedure_id`` is set is *slim*. Its ``data`` lacks
-the three values that are the same for every test of a procedure ("apis", "intent",
-"procedure") and its ``csv_line`` lacks the six cells built from them (intent_id … apis). The
+A row whose ``procedure_id`` is NULL is whole: its ``data`` the whole test row and its
+``csv_line`` the whole CSV record (releases frozen before the slim rows, rewritten by migration
+0010, and rows built by hand). A row whose ``procedure_id`` is set is *slim* (release_create): its
+``data`` lacks the three values that are the same for every test of a procedure ("apis",
+"intent", "procedure") and its ``csv_line`` the six cells built from them (intent_id … apis). The
 release's "procedure" and "intent" records (frozen once per release and covered by the content
-hash) hold them; this module splices them back, so every output is the text format 1 gives:
+hash) hold them; this module splices them back, so every output is the text a whole row gives.
 
 A slim row whose ``context_len`` is set also lacks its context (in ``data`` and in ``csv_line``):
 it is the first ``context_len`` messages of the release's record of the conversation (Messages,
-read beside the rows in conversation order). Every output is the text format 1 gives:
+read beside the rows in conversation order). Every output is the text a whole row gives:
 
 * JSON text, as the database renders the whole row (SQLite: the canonical text stored;
   PostgreSQL: jsonb's rendering, key order by length, ", " and ": " separators). On SQLite the
@@ -301,7 +300,7 @@ def csv_lines(release: Release, chunk_size: int = 2000) -> Iterator[str]:
 
 
 def whole(data: dict[str, Any], pid: int | None, pieces: Pieces, context=None) -> dict[str, Any]:
-    """A decoded row made whole (format 1 rows are already)."""
+    """A decoded row made whole (whole rows are already)."""
     if pid is not None:
         data["intent"], data["procedure"], data["apis"] = pieces.values(pid)
     if context is not None:
@@ -344,12 +343,13 @@ def release_test_row(entry) -> dict[str, Any]:
 
 
 def records(release: Release, kinds: Iterable[str], chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
-    """The release's records of these kinds, decoded, in the order they were frozen. A format 2
-    conversation record is stored without its tests; they are its test rows' context, expected
-    output and position, put back here (records and rows both run in conversation order)."""
+    """The release's records of these kinds, decoded, in the order they were frozen. release_create
+    stores a conversation record without its tests; they are its test rows' context, expected
+    output and position, put back here (records and rows both run in conversation order). A record
+    that still holds its tests (frozen before the slim rows, format 1) keeps them as stored."""
     kinds = list(kinds)
     qs = release.records.filter(kind__in=kinds).order_by("id").values_list("kind", "object_id", "data")
-    if release.format != 2 or "conversation" not in kinds:
+    if "conversation" not in kinds:
         yield from (data for _kind, _oid, data in qs.iterator(chunk_size=chunk_size))
         return
     loads = json.loads
@@ -366,5 +366,6 @@ def records(release: Release, kinds: Iterable[str], chunk_size: int = 2000) -> I
                     ctx = d["context"] if pending[1] is None else data["messages"][:pending[1]]
                     tests.append({"context": ctx, "expected": d["expected"], "position": d["position"]})
                 pending = next(rows, None)
-            data["tests"] = tests
+            if not data.get("tests"):
+                data["tests"] = tests
         yield data

@@ -3,9 +3,9 @@
 A release copies everything it needs into ReleaseTest rows (one per test) and ReleaseRecord rows
 (the intents, procedures with APIs, graphs, paths and conversations the tests come from, in the
 import format's record shape); curation.releases.rows reads whole test rows back whatever the
-storage format (Release.format: 1 whole rows, 2 slim rows). Nothing is ever updated after
-:func:`release_create` returns, so reviewing items later cannot change a release;
-:func:`release_verify` recomputes the content hash to prove it, as each format defines it.
+row's storage (whole or slim). Nothing is ever updated after :func:`release_create` returns, so
+reviewing items later cannot change a release; :func:`release_verify` recomputes the content hash
+to prove it, as the release's hash scheme defines it.
 
 The releases package's one door: other curation packages and other apps import from here (the
 row readers and downloads are re-exported), never from the modules behind it.
@@ -172,7 +172,7 @@ def release_create(*, name: str, kind: str = ReleaseKind.CURATED, filters: dict 
         with transaction.atomic():
             release = Release.objects.create(
                 name=name, version=version, kind=kind, filters=filters, created_by=created_by,
-                created_at=timezone.now(), content_hash="", manifest={}, licence=licence, format=2,
+                created_at=timezone.now(), content_hash="", manifest={}, licence=licence,
                 audit={"left_out": left_out},
             )
     except IntegrityError:  # another release of this name took the version number first
@@ -191,31 +191,38 @@ def release_create(*, name: str, kind: str = ReleaseKind.CURATED, filters: dict 
 
 def release_verify(release: Release) -> bool:
     """Recompute the content hash from the frozen rows: True when nothing changed."""
-    if release.format == 2:
-        return _verify_format2(release)
+    if release.hash_scheme == "rows":
+        return _verify_rows(release)
+    return _verify_stored(release)
+
+
+def _verify_rows(release: Release) -> bool:
+    """The hash published with releases frozen before the slim rows: per batch of CHUNK
+    conversations, every whole row's canonical JSON, then the records up to the batch's last
+    conversation record (records after the last one were never covered)."""
     digest = hashlib.sha256()
-    conv_ids = list(release.entries.order_by().values_list("conversation_id", flat=True).distinct())
-    conv_ids.sort()
-    records = release.records.order_by("id").values_list("kind", "object_id", "data")
-    rec_iter = iter(records)
-    by_conv_batches = [conv_ids[i:i + CHUNK] for i in range(0, len(conv_ids), CHUNK)]
-    for batch in by_conv_batches:
-        for data in release.entries.filter(conversation_id__in=batch).order_by(
-                "conversation_id", "position").values_list("data", flat=True):
-            digest.update(canonical(data))
-            digest.update(b"\n")
-        # Records were written per batch, ending with the batch's last conversation.
-        last = batch[-1]
+    update = digest.update
+    rec_iter = iter(release.records.order_by("id").values_list("kind", "object_id", "data"))
+
+    def batch_records(last: int | None) -> None:
         for kind, oid, data in rec_iter:
-            digest.update(canonical([kind, data]))
-            digest.update(b"\n")
+            update(canonical([kind, data]) + b"\n")
             if kind == "conversation" and oid == last:
-                break
+                return
+
+    n, last = 0, None
+    for _pk, cid, _pos, row in release_test_rows(release):
+        if cid != last:
+            if n and n % CHUNK == 0:
+                batch_records(last)
+            n, last = n + 1, cid
+        update(canonical(row) + b"\n")
+    batch_records(last)
     return digest.hexdigest() == release.content_hash
 
 
-def _verify_format2(release: Release) -> bool:
-    """Format 2: per test, the procedure it names, its stored JSON (SQLite: the text as stored,
+def _verify_stored(release: Release) -> bool:
+    """Per test, the procedure it names, its stored JSON (SQLite: the text as stored,
     which the JSONL download sends; elsewhere its canonical text) and CSV record; after every
     CHUNK conversations, that batch's records, in the order release_freeze wrote them."""
     digest = hashlib.sha256()

@@ -16,7 +16,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from curation.models import AuditEvent, Claim, ItemState, Review, ReviewItem, ReviewStage
-from curation.reviews import queue, writes
+from curation.reviews import queue
 from curation.reviews.state import Effective, effective_q
 
 
@@ -29,8 +29,8 @@ def _claim_expiry(now):
 
 
 def _audit(actor, action: str, item: ReviewItem | None, before: dict | None = None, after: dict | None = None) -> None:
-    writes.insert(AuditEvent, actor=getattr(actor, "pk", None), action=action, item=getattr(item, "pk", None),
-                   before=before or {}, after=after or {}, at=timezone.now())
+    AuditEvent.objects.create(actor_id=getattr(actor, "pk", None), action=action, item_id=getattr(item, "pk", None),
+                              before=before or {}, after=after or {}, at=timezone.now())
 
 
 def _item_snapshot(item: ReviewItem) -> dict[str, Any]:
@@ -162,5 +162,7 @@ def _claim_one(annotator, stage: str, now, tried: list[int]) -> ReviewItem | Non
 
 def _claim_upsert(item: ReviewItem, annotator, now) -> None:
     """Insert the claim, or renew the annotator's own lapsed claim on the item (one statement)."""
-    writes.upsert_claim(Claim, item_id=item.pk, annotator_id=annotator.pk, claimed_at=now, expires_at=_claim_expiry(now))
+    Claim.objects.bulk_create(
+        [Claim(item_id=item.pk, annotator_id=annotator.pk, claimed_at=now, expires_at=_claim_expiry(now))],
+        update_conflicts=True, unique_fields=["item", "annotator"], update_fields=["claimed_at", "expires_at"])
 

@@ -18,7 +18,6 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, models, transaction
 
-from almita_web.prepared import execute as prepared_execute
 from curation.models import AuditEvent, Claim, ItemState, ReviewItem, ReviewStage, Verdict
 from curation.reviews.artifacts import artifact_for  # noqa: F401  (re-exported)
 from generation.models import (
@@ -111,7 +110,7 @@ def blocked_above(stage: str, object_id: int) -> bool:
     for s, _col in ups:
         params += [s, ItemState.DECIDED, Verdict.REJECT, True]
     with connection.cursor() as cursor:
-        prepared_execute(cursor, f"SELECT {probes} FROM {source} WHERE a.id = %s", params + [object_id])
+        cursor.execute(f"SELECT {probes} FROM {source} WHERE a.id = %s", params + [object_id])
         row = cursor.fetchone()
     return bool(row and row[0])
 
@@ -142,18 +141,8 @@ def _in(ids) -> str:
     return "(" + ", ".join(["%s"] * len(ids)) + ")"
 
 
-# A verdict that concludes an item runs this module's statements for one artifact. Postgres
-# planned each one afresh (0.2-0.6 ms apiece under bench/review_http.py, five per conclusion), so
-# with a few ids they go through a prepared statement (one per distinct text and session); a long
-# list (a cascade through many children) is sent as text.
-_PREPARED_UP_TO = 4
-
-
 def _run(cursor, sql: str, params: list, ids) -> None:
-    if len(ids) <= _PREPARED_UP_TO:
-        prepared_execute(cursor, sql, params)
-    else:
-        cursor.execute(sql, params)
+    cursor.execute(sql, params)
 
 
 def _set_status(model, column: str, ids: list[int], status: str, summary: Counter) -> None:

@@ -1,9 +1,8 @@
-"""The queue's hot queries, written once in SQL that SQLite and Postgres both run.
+"""The queue's rule, written once in SQL that SQLite and Postgres both run (``Manager.raw``).
 
-"Next item" and the review page it leads to are the most frequent requests of the product.
-Built through the ORM, the candidate query (three anti-joins, a correlated count, a computed
-filter and a three-key order) costs several milliseconds of Python per call just to compile; as
-plain SQL it costs nothing, and the rule it encodes is easier to read in one place:
+The candidate query (three anti-joins, a correlated count, a computed filter and a three-key
+order) reads more plainly as SQL than as ORM expressions, and its shape is pinned by the plan
+tests (tests/curation/reviews/test_review_path_queries.py); the one-row lookups are the ORM's:
 
 * the item is open, in the stage, and not excluded by a rejected ancestor;
 * the annotator has not reviewed it, skipped it, or claimed it already (an active claim);
@@ -17,8 +16,6 @@ from datetime import datetime
 
 from django.db import connection
 
-from almita_web.prepared import execute
-from almita_web.rows import fetch_joined, fetch_one, select_columns
 from curation.models import Claim, ItemState, Review, ReviewItem, Skip
 
 _ITEM = ReviewItem._meta.db_table
@@ -30,6 +27,10 @@ _GOLD = "curation_golditem"  # curation.models.GoldItem (that module imports thi
 
 def _ts(value: datetime):
     return connection.ops.adapt_datetimefield_value(value)
+
+
+def _first(rows):
+    return next(iter(rows), None)
 
 
 def candidates(*, stage: str, annotator_id: int, now: datetime, exclude_ids: Sequence[int] = (),
@@ -103,9 +104,7 @@ def count_candidates(*, stage: str, annotator_id: int, now: datetime, cap: int |
 
 
 def first_candidate(**kwargs) -> ReviewItem | None:
-    # Prepared on Postgres: planning this query took ~1 ms against ~0.1 ms to run it, and its plan
-    # (a walk of the queue index) is the same for every stage and annotator.
-    return fetch_one(ReviewItem, *_candidates_sql(limit=1, **kwargs), prepared=True)
+    return _first(ReviewItem.objects.raw(*_candidates_sql(limit=1, **kwargs)))
 
 
 def gold_share(*, stage: str) -> float:
@@ -118,7 +117,7 @@ def gold_share(*, stage: str) -> float:
     # so no plan can walk the stage's open items instead (Postgres did, 0.2 ms per claim at 500
     # open items, when its statistics had not yet seen the gold table).
     with connection.cursor() as cursor:
-        execute(cursor, f"SELECT COUNT(*) FROM {_GOLD} g WHERE (SELECT i.stage = %s AND i.state = %s"
+        cursor.execute(f"SELECT COUNT(*) FROM {_GOLD} g WHERE (SELECT i.stage = %s AND i.state = %s"
                 f" AND NOT i.excluded FROM {_ITEM} i WHERE i.id = g.item_id)", [stage, ItemState.OPEN])
         gold = cursor.fetchone()[0]
         if not gold:
@@ -139,53 +138,40 @@ def held_item(*, stage: str, annotator_id: int, now: datetime) -> ReviewItem | N
         f" AND (SELECT o.stage = %s AND o.state = %s AND NOT o.excluded FROM {_ITEM} o WHERE o.id = c.item_id)"
         " ORDER BY c.claimed_at, c.id LIMIT 1)"
     )
-    return fetch_one(ReviewItem, sql, [annotator_id, _ts(now), stage, ItemState.OPEN], prepared=True)
+    return _first(ReviewItem.objects.raw(sql, [annotator_id, _ts(now), stage, ItemState.OPEN]))
 
 
 def active_claims_of_others(*, item_id: int, annotator_id: int, now: datetime) -> int:
-    with connection.cursor() as cursor:
-        execute(cursor, f"SELECT COUNT(*) FROM {_CLAIM} WHERE item_id = %s AND expires_at > %s AND annotator_id <> %s",
-                [item_id, _ts(now), annotator_id])
-        return cursor.fetchone()[0]
+    return Claim.objects.filter(item_id=item_id, expires_at__gt=now).exclude(annotator_id=annotator_id).count()
 
 
 def last_review(*, annotator_id: int) -> Review | None:
     """The annotator's most recent review with its item attached (the undo button on every page)."""
-    sql = (f"SELECT {select_columns('r', Review)}, {select_columns('i', ReviewItem)} FROM {_REVIEW} r "
-           f"JOIN {_ITEM} i ON i.id = r.item_id WHERE r.annotator_id = %s ORDER BY r.created_at DESC, r.id DESC LIMIT 1")
-    found = fetch_joined([Review, ReviewItem], sql, [annotator_id], prepared=True)
-    if not found:
-        return None
-    review, item = found[0]
-    review.item = item
-    return review
+    return (Review.objects.select_related("item").filter(annotator_id=annotator_id)
+            .order_by("-created_at", "-id").first())
 
 
 def item_with_claim(*, item_id: int, annotator_id: int) -> tuple[ReviewItem | None, Claim | None]:
-    """The item and the annotator's claim on it (active or lapsed; None without one), in one read.
+    """The item and the annotator's claim on it (active or lapsed; None without one).
     Not for deciding under the item's lock: there, read the claim after taking it (claim_of)."""
-    sql = (f"SELECT {select_columns('i', ReviewItem)}, {select_columns('c', Claim)} FROM {_ITEM} i "
-           f"LEFT JOIN {_CLAIM} c ON c.item_id = i.id AND c.annotator_id = %s WHERE i.id = %s")
-    found = fetch_joined([ReviewItem, Claim], sql, [annotator_id, item_id], prepared=True)
-    return found[0] if found else (None, None)
+    claim = Claim.objects.select_related("item").filter(item_id=item_id, annotator_id=annotator_id).first()
+    if claim is not None:  # (the review page: one query)
+        return claim.item, claim
+    return ReviewItem.objects.filter(pk=item_id).first(), None
 
 
 def item_by_id(item_id: int, lock: bool = False) -> ReviewItem | None:
-    """The item; ``lock``: with its row lock (FOR UPDATE where the database has row locks)."""
-    sql = f"SELECT i.* FROM {_ITEM} i WHERE i.id = %s"
-    if lock and connection.features.has_select_for_update:
-        sql += " FOR UPDATE"
-    return fetch_one(ReviewItem, sql, [item_id], prepared=True)
+    """The item; ``lock``: with its row lock (FOR UPDATE where the database has row locks; callers
+    hold a transaction)."""
+    qs = ReviewItem.objects.filter(pk=item_id)
+    return (qs.select_for_update() if lock else qs).first()
 
 
 def verdicts_of(*, item_id: int) -> set[str]:
     """The distinct verdicts submitted on the item."""
-    with connection.cursor() as cursor:
-        execute(cursor, f"SELECT DISTINCT verdict FROM {_REVIEW} WHERE item_id = %s", [item_id])
-        return {row[0] for row in cursor.fetchall()}
+    return set(Review.objects.filter(item_id=item_id).order_by().values_list("verdict", flat=True).distinct())
 
 
 def claim_of(*, item_id: int, annotator_id: int) -> Claim | None:
     """The annotator's claim on the item, active or lapsed ((item, annotator) is unique)."""
-    return fetch_one(Claim, f"SELECT c.* FROM {_CLAIM} c WHERE c.item_id = %s AND c.annotator_id = %s",
-                     [item_id, annotator_id], prepared=True)
+    return Claim.objects.filter(item_id=item_id, annotator_id=annotator_id).first()

@@ -19,7 +19,7 @@ import webhooks
 from almita_web.roles import ADJUDICATOR, ADMIN, RESEARCHER, user_roles
 from curation.guidance import services as guidance
 from curation.models import AuditEvent, Claim, ItemState, Resolution, Review, ReviewItem, Skip, Verdict
-from curation.reviews import discussion, queue, writes  # noqa: F401  (writes: re-exported for the review metadata row)
+from curation.reviews import discussion, queue
 from curation.reviews.claims import (  # noqa: F401  (re-exported: the workflow's public surface stays here)
     CurationError,
     _audit,
@@ -68,15 +68,15 @@ def _conclude(item: ReviewItem, actor) -> None:
         _decide(item, Verdict.REJECT, actor)
     else:
         item.state = ItemState.DISAGREEMENT
-        writes.update(ReviewItem, item.pk, state=item.state, review_count=item.review_count)
+        ReviewItem.objects.filter(pk=item.pk).update(state=item.state, review_count=item.review_count)
 
 
 def _decide(item: ReviewItem, decision: str, actor) -> None:
     item.state = ItemState.DECIDED
     item.decision = decision
     item.decided_at = timezone.now()
-    writes.update(ReviewItem, item.pk, state=item.state, decision=decision, decided_at=item.decided_at,
-                   review_count=item.review_count)
+    ReviewItem.objects.filter(pk=item.pk).update(state=item.state, decision=decision, decided_at=item.decided_at,
+                                                 review_count=item.review_count)
     changes = cascade_apply(item, actor)
     _audit(actor, AuditEvent.Action.CASCADE, item, {}, {"decision": decision, "changed": changes})
 
@@ -116,22 +116,19 @@ def review_submit_within(*, annotator, item_id: int, verdict: str, reason_codes:
         claim.delete()
         raise CurationError("Your claim on this item expired and other annotators took it.")
     before = _item_snapshot(item)
-    review = Review(item=item, annotator=annotator, verdict=verdict, reason_codes=reason_codes, comment=comment,
-                    created_at=now, updated_at=now)
-    review.pk = writes.insert(Review, item=item.pk, annotator=annotator.pk, verdict=verdict,
-                               reason_codes=reason_codes, comment=comment, created_at=now, updated_at=now)
-    review._state.adding = False
+    review = Review.objects.create(item=item, annotator=annotator, verdict=verdict, reason_codes=reason_codes,
+                                   comment=comment, created_at=now, updated_at=now)
     review.claimed_at = claim.claimed_at  # not stored on the review: callers measure time spent
     item.review_count += 1
     if item.review_count >= item.required_reviews:
         # Every review is in: this claim and any other on the item (a lapsed one) are moot now.
-        writes.delete(Claim, item=item.pk)
+        Claim.objects.filter(item_id=item.pk).delete()
         _conclude(item, annotator)
         webhooks.emit("item.fully_reviewed", item_id=item.pk, stage=item.stage, object_id=item.object_id,
                       state=item.state, decision=item.decision)
     else:
-        writes.delete(Claim, id=claim.pk)
-        writes.update(ReviewItem, item.pk, review_count=item.review_count)
+        Claim.objects.filter(pk=claim.pk).delete()
+        ReviewItem.objects.filter(pk=item.pk).update(review_count=item.review_count)
     _audit(annotator, AuditEvent.Action.VERDICT, item, before, {**_item_snapshot(item), **_review_snapshot(review)})
     return review
 

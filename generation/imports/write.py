@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from generation.drawings import graphs_stored
 from generation.models import (
     Api, Conversation, ConversationGraph, Flowgraph, Intent, Origin, Procedure, SampledPath, Test,
 )
@@ -36,6 +37,7 @@ def write_rows(fmt: str, rows: list[PlannedRow], notes: list[str]) -> ImportResu
     created = {k: 0 for k in LABELS}
     existing = {k: 0 for k in LABELS}
     objects: dict[str, Any] = {}
+    new_graphs: dict[type, list[int]] = {Flowgraph: [], ConversationGraph: []}
     for row in rows:
         model = MODELS[row.kind]
         obj = model.objects.filter(job__isnull=True, key=row.key).first()
@@ -62,6 +64,10 @@ def write_rows(fmt: str, rows: list[PlannedRow], notes: list[str]) -> ImportResu
                                     f"conflicts with existing data ({_constraint(exc)})") from None
         objects[row.local_id] = obj
         created[row.kind] += 1
+        if model in new_graphs:
+            new_graphs[model].append(obj.pk)
+    for model, ids in new_graphs.items():
+        graphs_stored(model, ids)  # drawn by the worker after the commit
     result.created = {LABELS[k]: n for k, n in created.items()}
     result.existing = {LABELS[k]: n for k, n in existing.items() if n}
     return result

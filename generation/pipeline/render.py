@@ -10,16 +10,13 @@ from __future__ import annotations
 
 
 import re
-import shutil
-import subprocess
 import textwrap
 from typing import Any
 
+import graphviz
 import networkx as nx
 
 from .convert import breadth_first, flowgraph_root
-from . import graphviz_lib
-from .graphviz_env import dot_env
 
 # Paper Figures 2 and 3.
 FLOWGRAPH_COLOURS = {"start_message": "#1f77b4", "message": "#1f77b4", "api": "#000000",
@@ -115,11 +112,10 @@ def to_dot(g: nx.DiGraph, highlight_path: list[Any] | None = None,
     return "\n".join(out) + "\n"
 
 
-def to_svg(g: nx.DiGraph, highlight_path: list[Any] | None = None, timeout: float = 30.0,
+def to_svg(g: nx.DiGraph, highlight_path: list[Any] | None = None,
            covered_edges: set[tuple[Any, Any]] | None = None, rankdir: str = "TB") -> str:
     """SVG markup (from ``<svg`` on, ready to inline in HTML) rendered by Graphviz."""
-    return dot_to_svg(to_dot(g, highlight_path, covered_edges, rankdir), g.number_of_nodes(), g.number_of_edges(),
-                      timeout)
+    return dot_to_svg(to_dot(g, highlight_path, covered_edges, rankdir))
 
 
 # The review page's graph pane, in points: about as wide as tall (two panes side by side beside
@@ -141,7 +137,7 @@ def fit_scale(size: tuple[float, float] | None, pane: tuple[float, float] = PANE
     return min(pane[0] / size[0], pane[1] / size[1])
 
 
-def to_svg_readable(g: nx.DiGraph, highlight_path: list[Any] | None = None, timeout: float = 30.0,
+def to_svg_readable(g: nx.DiGraph, highlight_path: list[Any] | None = None,
                     pane: tuple[float, float] = PANE) -> tuple[str, str]:
     """(svg, rankdir): the graph drawn top-to-bottom and left-to-right, and the drawing whose
     labels are larger when it is fitted to `pane` kept (ties go to top-to-bottom).
@@ -150,31 +146,26 @@ def to_svg_readable(g: nx.DiGraph, highlight_path: list[Any] | None = None, time
     stays; a long chain with few branches drawn top-to-bottom is a thin column that fits only at
     a few pixels a letter, and left-to-right folds it into the pane's width instead. Both layouts
     are drawn rather than guessed from rank counts: labels of different lengths make any estimate
-    wrong, and a review page's graph takes well under a millisecond to lay out (graphviz_lib)."""
-    tb = to_svg(g, highlight_path=highlight_path, timeout=timeout)
+    wrong (the worker draws stored graphs, generation.drawings)."""
+    tb = to_svg(g, highlight_path=highlight_path)
     if g.number_of_nodes() < 3:
         return tb, "TB"
-    lr = to_svg(g, highlight_path=highlight_path, timeout=timeout, rankdir="LR")
+    lr = to_svg(g, highlight_path=highlight_path, rankdir="LR")
     if fit_scale(svg_size(lr), pane) > fit_scale(svg_size(tb), pane) * 1.05:
         return lr, "LR"
     return tb, "TB"
 
 
-def dot_to_svg(dot: str, nodes: int | None, edges: int | None, timeout: float = 30.0) -> str:
-    """SVG markup (from ``<svg`` on) of DOT text. Small graphs (every review page's) are drawn by
-    Graphviz's library in this process when their node and edge counts are known; the program,
-    under its timeout, draws the rest and anything the library declines."""
-    exe = shutil.which("dot")
-    if exe is None:
+def dot_to_svg(dot: str) -> str:
+    """SVG markup (from ``<svg`` on) of DOT text, drawn by Graphviz's ``dot`` through the
+    ``graphviz`` package. The worker draws stored graphs ahead of time (generation.drawings)."""
+    try:
+        svg = graphviz.Source(dot).pipe(format="svg", engine="dot", encoding="utf-8")
+    except graphviz.ExecutableNotFound:
         raise GraphvizMissing("Graphviz is not installed: the 'dot' program was not found on PATH. "
-                              "Install it (Debian/Ubuntu: apt-get install graphviz) to render SVG.")
-    svg = None if nodes is None or edges is None else graphviz_lib.render(dot, nodes, edges)
-    if svg is None:
-        proc = subprocess.run([exe, "-Tsvg"], input=dot, capture_output=True, text=True, timeout=timeout,
-                              env=dot_env())
-        if proc.returncode != 0:
-            raise RuntimeError(f"dot failed: {proc.stderr.strip()[:500]}")
-        svg = proc.stdout
+                              "Install it (Debian/Ubuntu: apt-get install graphviz) to render SVG.") from None
+    except graphviz.CalledProcessError as exc:
+        raise RuntimeError(f"dot failed: {str(exc.stderr or exc)[:500]}") from None
     start = svg.find("<svg")
     return svg[start:] if start >= 0 else svg
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from generation.drawings import graphs_stored
 from generation.models import (
     Api, Discard, Flowgraph, GenerationJob, Intent, Origin, Procedure, Stage, StageProgress, StageState,
 )
@@ -117,8 +118,10 @@ def _import_rows(job: GenerationJob, start: str, records: list[dict[str, Any]]) 
                                             reason=first.rule, example=r["flowgraph_text"][:4000],
                                             detail="; ".join(str(v) for v in errors(violations)[:10])[:4000]))
                     continue
-                Flowgraph.objects.create(key=f"import:flowgraph:{i}", procedure=proc, data=r["flowgraph"],
-                                         text=r["flowgraph_text"], validation=violations_json(violations), **common)
+                fg = Flowgraph.objects.create(key=f"import:flowgraph:{i}", procedure=proc, data=r["flowgraph"],
+                                              text=r["flowgraph_text"], validation=violations_json(violations),
+                                              **common)
+                graphs_stored(Flowgraph, [fg.pk])
                 counts["flowgraph"] += 1
     Discard.objects.bulk_create(discards)
     bad = Counter(d.stage for d in discards)

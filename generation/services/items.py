@@ -11,7 +11,10 @@ from contextlib import nullcontext
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from generation.models import Discard, GenerationJob, JobStatus, Origin, StageProgress, StageState, Test
+from generation.drawings import graphs_stored
+from generation.models import (
+    ConversationGraph, Discard, Flowgraph, GenerationJob, JobStatus, Origin, StageProgress, StageState, Test,
+)
 from generation.redact import redact
 from generation.services.claims import item_claim, item_unclaim, new_delivery
 from generation.llm import LLMDeferred
@@ -31,8 +34,12 @@ def _savepoint():
 
 
 def _write(job: GenerationJob, stage: str, result: ItemResult) -> None:
-    """Write an item's rows keyed on (job, key); a test equal to one the job has is not stored."""
+    """Write an item's rows keyed on (job, key); a test equal to one the job has is not stored.
+    New graphs are drawn by the worker once the rows are committed (generation.drawings)."""
+    graphs: dict[type, list[str]] = {}
     for out in result.outputs:
+        if out.model in (Flowgraph, ConversationGraph):
+            graphs.setdefault(out.model, []).append(out.key)
         fields = {"origin": Origin.GENERATED, "validation": [], **out.fields}
         if out.model is Test and _duplicate_test(job, out.key, fields):
             result.passed -= 1
@@ -50,6 +57,8 @@ def _write(job: GenerationJob, stage: str, result: ItemResult) -> None:
                 continue
             # An earlier run of this item wrote the row: overwrite it.
             out.model.objects.filter(job=job, key=out.key).update(**fields)
+    for model, keys in graphs.items():
+        graphs_stored(model, list(model.objects.filter(job=job, key__in=keys).values_list("pk", flat=True)))
     for d in result.discards:
         fields = {"reason": d.reason, "detail": redact(d.detail), "example": redact(d.example)}
         try:

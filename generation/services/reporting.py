@@ -21,7 +21,6 @@ from generation.models import (
     StageProgress,
     Test,
 )
-from generation.pipeline.formats import GraphFormatError
 from generation.stages import STAGE_ORDER
 
 STAGE_LABELS = dict(Stage.choices)
@@ -108,21 +107,10 @@ def graph_svg(*, obj: Flowgraph | ConversationGraph | SampledPath) -> tuple[str,
     A sampled path is drawn as its conversation graph with the path highlighted (not cached: the
     path row has no picture of its own).
     """
-    from generation.pipeline.formats import graph_from_json
-    from generation.pipeline.render import GraphvizMissing, to_svg
+    from generation.drawings import drawing_store, graph_drawing, is_drawn
 
     if isinstance(obj, SampledPath):
-        source, highlight = obj.conversation_graph, obj.node_ids
-    else:
-        source, highlight = obj, None
-    if highlight is None and source.svg:
-        return source.svg, ""
-    try:
-        svg = to_svg(graph_from_json(source.data), highlight_path=highlight)
-    except GraphvizMissing as exc:
-        return "", str(exc)
-    except (GraphFormatError, RuntimeError, OSError) as exc:
-        return "", f"The graph could not be drawn: {exc}"
-    if highlight is None:
-        type(source).objects.filter(pk=source.pk).update(svg=svg)
-    return svg, ""
+        return graph_drawing(obj.conversation_graph.data, highlight=list(obj.node_ids))
+    if is_drawn(obj.svg):  # drawn by the worker when it was stored
+        return obj.svg, ""
+    return drawing_store(obj)

@@ -1,10 +1,11 @@
-"""Format 2 (slim) releases: every output is byte-for-byte what a format 1 release of the same
-content gives, old releases still download and verify, and tampering with a spliced piece fails
-release_verify.
+"""Slim release rows: every output is byte-for-byte what the same release stored with whole rows
+gives, whole-row releases (rewritten from format 1 by migration 0011) download and verify with the
+hash published with them, and tampering with a spliced piece fails release_verify.
 
-The format 1 twin of a release is built from the per-test oracle of test_release_freeze
+The whole twin of a release is built from the per-test oracle of test_release_freeze
 (expected_rows: the self-contained rows as the former per-test construction froze them) and
-CsvLineMaker, stored the way format 1 stored them (canonical JSON text, whole CSV records)."""
+CsvLineMaker, stored whole (canonical JSON text, whole CSV records, conversation records with
+their tests), as format 1 stored them."""
 from __future__ import annotations
 
 import pytest
@@ -25,13 +26,13 @@ from tests.datasets.test_release_freeze import expected_rows
 pytestmark = pytest.mark.django_db
 
 
-def format1_twin(release: Release, rows: list[dict]) -> Release:
-    """A format 1 release with the same content: whole rows and CSV records, the same records."""
-    twin = Release.objects.create(name=release.name + " (format 1)", version=release.version, kind=release.kind,
+def whole_twin(release: Release, rows: list[dict]) -> Release:
+    """A release with the same content stored whole: whole rows and CSV records, the same records."""
+    twin = Release.objects.create(name=release.name + " (whole)", version=release.version, kind=release.kind,
                                   filters=release.filters, content_hash="-", manifest=release.manifest,
-                                  card=release.card, licence=release.licence, format=1)
+                                  card=release.card, licence=release.licence, hash_scheme="rows")
     tests: dict[int, list[dict]] = {}
-    for d in rows:  # format 1 conversation records carry their tests
+    for d in rows:  # whole releases' conversation records carry their tests
         tests.setdefault(d["conversation_id"], []).append(
             {"context": d["context"], "expected": d["expected"], "position": d["position"]})
     ReleaseRecord.objects.bulk_create([
@@ -57,8 +58,9 @@ def outputs(release: Release) -> dict[str, bytes]:
 
 def assert_same_outputs(release: Release) -> None:
     want = expected_rows(Test.objects.filter(pk__in=release.entries.values("test_id")))
-    twin = format1_twin(release, want)
-    assert release.format == 2 and twin.format == 1
+    twin = whole_twin(release, want)
+    assert not release.entries.filter(procedure_id__isnull=True).exists()
+    assert not twin.entries.filter(procedure_id__isnull=False).exists()
     assert [row for *_ids, row in release_test_rows(release)] == want
     got, old = outputs(release), outputs(twin)
     assert got.keys() == old.keys()
@@ -116,7 +118,7 @@ def build(v) -> None:
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(v=variations())
-def test_format2_outputs_equal_format1_on_random_lineages(v):
+def test_slim_outputs_equal_whole_on_random_lineages(v):
     with transaction.atomic():
         build(v)
         release = release_create(name="random", kind=ReleaseKind.AUTOMATIC)
@@ -124,7 +126,7 @@ def test_format2_outputs_equal_format1_on_random_lineages(v):
         transaction.set_rollback(True)
 
 
-def test_hostile_lineage_outputs_equal_format1(researcher):
+def test_hostile_lineage_outputs_equal_whole(researcher):
     lin = build_lineage(conversations=3, hostile=True)
     build_lineage(conversations=2, seed=3)
     # A context that is not the start of its conversation's messages stays in the row.
@@ -151,16 +153,17 @@ def test_key_like_text_after_the_cut_keeps_outputs_equal():
     assert_same_outputs(release)
 
 
-def test_old_format_releases_still_download_and_verify():
-    """A format 1 release (rows whole) streams the same files and verifies with its own hash."""
+def test_whole_row_releases_download_the_same_and_verify_with_the_rows_hash():
+    """A release stored whole (as migration 0011 left format 1 releases) streams the same files and
+    verifies with the hash published with it."""
     build_lineage(conversations=3)
     release = release_create(name="new", kind=ReleaseKind.AUTOMATIC)
-    twin = format1_twin(release, expected_rows(Test.objects.all()))
+    twin = whole_twin(release, expected_rows(Test.objects.all()))
     import hashlib
 
     from curation.releases.services import canonical
 
-    # The format 1 hash: whole rows' canonical JSON, then the records, batch by batch.
+    # The rows hash: whole rows' canonical JSON, then the records, batch by batch (one batch here).
     digest = hashlib.sha256()
     for d in expected_rows(Test.objects.all()):
         digest.update(canonical(d) + b"\n")
@@ -214,7 +217,7 @@ def test_verify_detects_tampering_with_any_stored_piece(what):
 def test_slim_rows_are_much_smaller_than_whole_rows():
     build_lineage(conversations=4)
     release = release_create(name="small", kind=ReleaseKind.AUTOMATIC)
-    twin = format1_twin(release, expected_rows(Test.objects.all()))
+    twin = whole_twin(release, expected_rows(Test.objects.all()))
 
     def size(r):
         return sum(len(canonical_text(d)) + len(c) for d, c in r.entries.values_list("data", "csv_line"))

@@ -293,15 +293,6 @@ def test_card_agreement_comes_from_the_reviews(imported, researcher, annotator_a
 
 
 @pytest.mark.django_db
-def test_slim_rows_equal_the_frozen_rows(imported, researcher):
-    from curation.releases.exports import release_rows, release_rows_slim
-
-    release = release_create(name="slim", kind="automatic", filters={}, created_by=researcher)
-    full = list(release_rows(release))
-    assert full and list(release_rows_slim(release)) == full
-
-
-@pytest.mark.django_db
 def test_stored_csv_records_equal_rendering_the_rows(imported, researcher):
     from curation.releases.exports import csv_chunks, release_csv, release_rows
 

@@ -1,6 +1,6 @@
 """Evaluation on a format 2 (slim) release: every service reads whole rows through
 curation.releases.rows, so a run, its report, DST gold states, session tasks and the release page
-preview are what the same release stored whole (format 1) gives."""
+preview are what the same release stored whole gives."""
 from __future__ import annotations
 
 import pytest
@@ -13,7 +13,7 @@ from evaluation.services.dialogue import conversation_gold_states
 from evaluation.session_services import _tasks_for
 from generation.models import Test
 from tests.curation.factories import build_lineage
-from tests.datasets.test_release_format2 import format1_twin
+from tests.datasets.test_release_format2 import whole_twin
 from tests.datasets.test_release_freeze import expected_rows
 
 pytestmark = pytest.mark.django_db
@@ -23,8 +23,8 @@ def _pair():
     build_lineage(conversations=3)
     build_lineage(conversations=2, seed=5, hostile=True)
     release = release_create(name="slim", kind="automatic")
-    twin = format1_twin(release, expected_rows(Test.objects.all()))
-    assert release.format == 2 and release.entries.filter(context_len__isnull=False).exists()
+    twin = whole_twin(release, expected_rows(Test.objects.all()))
+    assert release.entries.filter(context_len__isnull=False).exists()
     return release, twin
 
 

@@ -47,7 +47,8 @@ def test_env_list():
 
 def test_database_url_sqlite_relative_and_absolute(tmp_path):
     rel = database_from_url("sqlite:///var/db.sqlite3", tmp_path)
-    assert rel["ENGINE"] == "almita_web.sqlite"  # Django's SQLite backend, writers queued on a lock file
+    assert rel["ENGINE"] == "django.db.backends.sqlite3"
+    assert rel["OPTIONS"]["timeout"] == 30 and rel["CONN_MAX_AGE"] > 0
     assert rel["NAME"] == str(tmp_path / "var" / "db.sqlite3")
     assert rel["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
     absolute = database_from_url("sqlite:////tmp/x/almita.sqlite3", tmp_path)
@@ -56,7 +57,8 @@ def test_database_url_sqlite_relative_and_absolute(tmp_path):
 
 def test_database_url_postgres():
     db = database_from_url("postgres://alice:s%40cret@db.local:6543/almita?sslmode=require", Path("/"))
-    assert db["ENGINE"] == "almita_web.postgres"  # Django's, per-request health check skipped when busy
+    assert db["ENGINE"] == "django.db.backends.postgresql"
+    assert db["CONN_HEALTH_CHECKS"] is True and db["CONN_MAX_AGE"] > 0
     assert (db["USER"], db["PASSWORD"], db["HOST"], db["PORT"], db["NAME"]) == ("alice", "s@cret", "db.local", "6543", "almita")
     assert db["OPTIONS"] == {"sslmode": "require"}
 
@@ -160,3 +162,39 @@ def test_manage_py_still_refuses_debug_off_without_secret_key():
     result = _manage({"SECRET_KEY": None, "DEBUG": "false", "DJANGO_SETTINGS_MODULE": None})
     assert result.returncode != 0
     assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_cache_is_redis_when_the_stack_has_redis_and_files_otherwise(tmp_path):
+    from almita_web.env import cache_from_url
+
+    files = cache_from_url("", "filesystem://", tmp_path)
+    assert files["BACKEND"].endswith("FileBasedCache") and files["LOCATION"] == str(tmp_path)
+    derived = cache_from_url("", "redis://redis:6379/0", tmp_path)  # docker-compose: the broker's server
+    assert derived["BACKEND"].endswith("RedisCache") and derived["LOCATION"] == "redis://redis:6379/1"
+    assert cache_from_url("", "redis://h:6379/15", tmp_path)["LOCATION"] == "redis://h:6379/0"
+    assert cache_from_url("redis://c:1/3", "filesystem://", tmp_path)["LOCATION"] == "redis://c:1/3"
+    assert cache_from_url("file:///srv/c", "redis://h/0", tmp_path)["LOCATION"] == "/srv/c"
+    with pytest.raises(ImproperlyConfigured, match="CACHE_URL"):
+        cache_from_url("memcached://x", "filesystem://", tmp_path)
+    with pytest.raises(ImproperlyConfigured, match="database number"):
+        cache_from_url("", "redis://h/x", tmp_path)
+
+
+@pytest.mark.skipif(not os.environ.get("CELERY_BROKER_URL", "").startswith("redis"),
+                    reason="runs when CELERY_BROKER_URL points at Redis (CI does)")
+def test_the_derived_redis_cache_is_shared_through_the_server(tmp_path):
+    """Two cache objects built from the same settings (two web hosts) see each other's entries."""
+    import uuid
+
+    from django.core.cache.backends.redis import RedisCache
+
+    from almita_web.env import cache_from_url
+
+    conf = cache_from_url("", os.environ["CELERY_BROKER_URL"], tmp_path)
+    params = {k: v for k, v in conf.items() if k not in ("BACKEND", "LOCATION")}
+    one, two = RedisCache(conf["LOCATION"], params), RedisCache(conf["LOCATION"], params)
+    key = f"test-{uuid.uuid4().hex}"
+    one.set(key, {"svg": "<svg/>"}, 30)
+    assert two.get(key) == {"svg": "<svg/>"}
+    two.delete(key)
+    assert one.get(key) is None

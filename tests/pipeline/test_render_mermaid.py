@@ -56,7 +56,7 @@ def test_svg_contains_escaped_labels_and_no_injected_nodes():
 
 
 def test_svg_without_graphviz_raises_clear_error(monkeypatch):
-    monkeypatch.setattr(render.shutil, "which", lambda name: None)
+    monkeypatch.setenv("PATH", "/nonexistent")  # no dot program
     with pytest.raises(GraphvizMissing, match="apt-get install graphviz"):
         to_svg(a4())
 

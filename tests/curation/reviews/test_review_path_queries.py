@@ -82,63 +82,6 @@ def test_submit_without_flags_reads_no_graph(annotator_client, django_assert_max
     assert not [q for q in ctx.captured_queries if "generation_flowgraph" in q["sql"]]
 
 
-@pytest.mark.django_db(transaction=True)  # the other request writes from its own connection
-def test_first_view_waits_for_the_drawing_another_request_is_making(monkeypatch):
-    """Two annotators open a new item at once and the graph needs the dot program (too big for
-    the library, or no library): the program runs for one of them only."""
-    import threading
-
-    from django.core.cache import cache
-    from django.db import connections
-
-    from curation.reviews import present
-
-    monkeypatch.setattr(present, "_in_process", lambda data: False)
-    fg = build_lineage(conversations=1).flowgraph
-    fg.svg = ""
-    drawn = present._render(fg.data)[0]
-    assert cache.add(present._drawing_key(fg), 1, timeout=30)  # another request is drawing it
-
-    def no_render(*args, **kwargs):
-        raise AssertionError("drew it twice")
-
-    monkeypatch.setattr(present, "_render", no_render)
-    type(fg).objects.filter(pk=fg.pk).update(svg="")
-    def other_request_stores_it():
-        type(fg).objects.filter(pk=fg.pk).update(svg=drawn)
-        connections.close_all()
-
-    timer = threading.Timer(0.05, other_request_stores_it)
-    timer.start()
-    try:
-        out = present.cached_svg(fg)
-    finally:
-        timer.join()
-    assert out["error"] == "" and "data-nodes=" in out["svg"]
-
-
-@pytest.mark.django_db
-def test_a_small_graph_is_drawn_at_once_without_agreeing_on_a_drawer(monkeypatch):
-    """Drawn in the process (a fraction of a millisecond), the first view neither waits for nor
-    announces a concurrent drawing; the drawing is stored on the row for the next viewer."""
-    from django.core.cache import cache
-
-    from curation.reviews import present
-    from generation.pipeline import graphviz_lib
-
-    if not graphviz_lib.available():
-        pytest.skip("Graphviz's library is not installed")
-    fg = build_lineage(conversations=1).flowgraph
-    type(fg).objects.filter(pk=fg.pk).update(svg="")
-    fg.svg = ""
-    assert cache.add(present._drawing_key(fg), 1, timeout=30)  # a concurrent viewer: not waited for
-    monkeypatch.setattr(present, "_drawn_by_another", lambda row: pytest.fail("waited for another drawer"))
-    out = present.cached_svg(fg)
-    assert out["error"] == "" and "data-nodes=" in out["svg"]
-    fg.refresh_from_db()
-    assert "data-nodes=" in fg.svg
-
-
 @pytest.mark.django_db
 def test_claim_candidates_are_read_in_queue_index_order_on_sqlite(personas):
     """The candidate query walks reviewitem_queue_order instead of sorting the stage's open items
@@ -168,8 +111,7 @@ def _statement_sent(call) -> tuple[str, list]:
         seen.append((sql, params))
         return run(sql, params, many, ctx)
 
-    with pytest.MonkeyPatch.context() as mp, connection.execute_wrapper(record):
-        mp.setenv("DB_PREPARED_STATEMENTS", "0")
+    with connection.execute_wrapper(record):
         call()
     return seen[-1]
 

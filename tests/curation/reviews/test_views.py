@@ -309,7 +309,7 @@ def test_highlighted_svg_cache_key_follows_the_row_not_only_its_id(lineage, monk
     def no_render(*args, **kwargs):
         raise AssertionError("rendered again")
 
-    monkeypatch.setattr(present, "_render", no_render)
+    monkeypatch.setattr(present, "graph_drawing", no_render)
     assert present.highlighted_svg(cg, conv.path.node_ids, conv.pk)["svg"] == first["svg"]
     cg.created_at = cg.created_at + timedelta(seconds=1)  # another row with the same primary key
     with pytest.raises(AssertionError, match="rendered again"):
