@@ -1,7 +1,10 @@
 """Migration 0011 rewrites format 1 releases into the one storage format without changing a byte
 of any download: releases frozen by the format 1 code (fixtures/format1/<vendor>/: stored rows and
 every download, saved before format 1's readers were deleted) are loaded into a fresh database at
-0007, migrated, and every file, zip member and the content hash compared (format1_replay)."""
+0007, migrated, and every file, zip member and the content hash compared (format1_replay).
+The downloads were rendered again by the format 1 code after the released columns became one schema
+(issue #31: `expected_content`, the Hugging Face folder's ids), so they are what a format 1 release
+served just before this migration."""
 from __future__ import annotations
 
 import json
