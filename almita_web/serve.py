@@ -22,8 +22,8 @@ How many processes and threads depends on the database (DATABASE_URL, as the app
   threads per process, a thread holding the write lock waits less for its process's GIL.
 
 Environment: WEB_WORKERS, WEB_THREADS, WEB_BIND (host:port, default 0.0.0.0:8000),
-WEB_ACCESS_LOG=1, and the ones almita_web/production.py reads (WEB_KEEPALIVE_REQUESTS,
-WEB_SWITCH_INTERVAL).
+WEB_ACCESS_LOG=1, and the one almita_web/production.py reads
+(WEB_SWITCH_INTERVAL).
 """
 from __future__ import annotations
 

@@ -115,3 +115,18 @@ def test_a_worker_keeps_the_process_environment_from_django(tmp_path):
     assert {"PATH_INFO", "REQUEST_METHOD", "HTTP_HOST", "wsgi.url_scheme"} <= set(got["keys"])
     assert not {"SECRET_KEY", "DATABASE_URL", "DEBUG", "PATH", "HOME"} & set(got["keys"])
     assert got["headers"] == []
+
+
+@pytest.mark.parametrize("override, interval", [("", 0.001), ("0.004", 0.004)])
+def test_a_worker_imports_its_views_and_freezes_them(tmp_path, override, interval):
+    """production.py's measured pieces: every view imported before the first request, what start-up
+    made frozen out of the collector's way, and the 1 ms switch interval (WEB_SWITCH_INTERVAL)."""
+    code = ("import gc, json, sys; from almita_web import production;"
+            "print(json.dumps({'frozen': gc.get_freeze_count(), 'interval': sys.getswitchinterval(),"
+            " 'views': 'curation.reviews.views' in sys.modules}))")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "almita_web.settings", "DEBUG": "false", "SECRET_KEY": "k",
+           "DATABASE_URL": f"sqlite:///{tmp_path}/f.sqlite3", "WEB_SWITCH_INTERVAL": override}
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["frozen"] > 50_000 and got["views"] and abs(got["interval"] - interval) < 1e-9
