@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.cache import cache
 from django.db import transaction
 
 from almita_web.roles import ADJUDICATOR, ADMIN, user_roles
@@ -25,6 +26,7 @@ from curation.models import (
     ReviewItem,
     ReviewStage,
 )
+from curation.reviews import present
 from curation.reviews.lineage import STAGE_MODELS, _children, _has_warnings
 from generation.models import Conversation, ConversationGraph, Flowgraph
 from generation.pipeline.formats import GraphFormatError, graph_from_json, write_graph_text
@@ -212,9 +214,7 @@ def correct(*, editor, item_id: int, payload: Any, note: str) -> ArtifactVersion
         Conversation.objects.filter(pk=artifact.pk).update(messages=new["messages"], validation=warnings)
     else:
         model = Flowgraph if item.stage == ReviewStage.FLOWGRAPH else ConversationGraph
-        text = write_graph_text(graph_from_json(new))
-        # svg="" : the page draws the corrected graph again on its next view (present.cached_svg).
-        model.objects.filter(pk=artifact.pk).update(data=new, text=text, svg="", validation=warnings)
+        _store_graph(model, artifact, new, warnings)
     if item.has_warnings != _has_warnings(warnings):
         ReviewItem.objects.filter(pk=item.pk).update(has_warnings=_has_warnings(warnings))
     marks = []
@@ -229,6 +229,19 @@ def correct(*, editor, item_id: int, payload: Any, note: str) -> ArtifactVersion
                                      "descendants_marked": len(marks),
                                      "mark": marks[0].kind if marks else ""})
     return version
+
+
+def _store_graph(model, artifact, new: dict[str, Any], warnings: list) -> None:
+    """Write the corrected graph with its text and a new drawing; forget the old drawings."""
+    svg, _error = present._render(new)  # an error leaves svg empty: the page tries again and says why
+    model.objects.filter(pk=artifact.pk).update(data=new, text=write_graph_text(graph_from_json(new)), svg=svg,
+                                                validation=warnings)
+    with present._stored_lock:
+        present._stored_here.pop(present._stored_key(artifact), None)
+    if model is ConversationGraph:
+        keys = [present.highlighted_key(artifact, node_ids, conv_id) for conv_id, node_ids in
+                Conversation.objects.filter(path__conversation_graph_id=artifact.pk).values_list("pk", "path__node_ids")]
+        cache.delete_many(keys)
 
 
 def history(item: ReviewItem) -> list[ArtifactVersion]:
