@@ -34,7 +34,8 @@
     return b;
   }
   function input(name, value, extra) {
-    var i = el("input", Object.assign({type: "text", "data-field": name, "aria-label": name, value: value || ""}, extra || {}));
+    var i = el("input", Object.assign({type: "text", "data-field": name, "aria-label": name}, extra || {}));
+    i.defaultValue = value || "";  // the attribute too: rows can be found by their initial id
     return i;
   }
   function addNode(n) {
