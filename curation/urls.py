@@ -21,6 +21,7 @@ urlpatterns = [
     path("adjudication/<int:pk>/", views.adjudicate, name="adjudicate"),
     path("adjudication/<int:pk>/correct/", corrections_views.correct, name="correct"),  # issue #31 item 5
     path("adjudication/<int:pk>/correct/check/", corrections_views.check, name="correct_check"),
+    path("adjudication/<int:pk>/correct/regenerate/", corrections_views.regenerate, name="correct_regenerate"),
     path("agreement/", views.agreement, name="agreement"),
     path("agreement/verdicts.csv", views.agreement_csv, name="agreement_csv"),
     path("progress/", views.progress, name="progress"),

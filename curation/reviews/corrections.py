@@ -271,3 +271,33 @@ def marked_below(version_ids: list[int]) -> list[dict[str, Any]]:
         object_id__in={m.object_id for m in marks}, stage__in={m.stage for m in marks})}
     return [{"mark": m, "item_id": items.get((m.stage, m.object_id)),
              "stage_label": ReviewStage(m.stage).label} for m in marks]
+
+
+def regenerate_below(*, user, item_id: int):
+    """Admins: a generation job that builds the conversation graph and conversations again from a
+    corrected flowgraph (deterministic converter, offline conversations: no LLM needed)."""
+    from generation.services import JobConfigError, job_create
+
+    if ADMIN not in user_roles(user):
+        raise CorrectionError("Only admins start generation jobs.")
+    item = ReviewItem.objects.filter(pk=item_id).first()
+    if item is None:
+        raise CorrectionError("No such review item.")
+    if item.stage != ReviewStage.FLOWGRAPH:
+        raise CorrectionError("Regeneration from here starts at a corrected flowgraph; for a conversation "
+                              "graph, regenerate its conversations from the closed loop.")
+    versions = ArtifactVersion.objects.filter(stage=item.stage, object_id=item.object_id)
+    if not CorrectionMark.objects.filter(version__in=versions, kind=MarkKind.REGENERATE).exists():
+        raise CorrectionError("No structural correction of this flowgraph asks for regeneration.")
+    from generation.models import SampledPath
+
+    paths = min(20, max(1, SampledPath.objects.filter(conversation_graph__flowgraph_id=item.object_id).count()))
+    try:
+        job = job_create(config={"paths": paths, "conversation_graph": "deterministic", "conversations": "offline"},
+                         existing="flowgraph", existing_ids=[item.object_id], created_by=user,
+                         name=f"Regenerate below corrected flowgraph {item.object_id}")
+    except JobConfigError as exc:
+        raise CorrectionError(str(exc)) from exc
+    AuditEvent.objects.create(actor=user, action=AuditEvent.Action.CORRECT, item=item, before={},
+                              after={"regenerate_job": job.pk})
+    return job

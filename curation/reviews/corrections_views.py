@@ -14,13 +14,17 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from almita_web.roles import ADJUDICATOR, role_required
+from almita_web.roles import ADJUDICATOR, ADMIN, role_required, user_roles
 from curation.models import ReviewItem, ReviewStage
 from curation.reviews import corrections
 from curation.reviews.services import reviews_visible_to
 from generation.stages.base import api_specs
 
 MAX_BODY = 2_000_000
+
+
+def has_role_admin(user) -> bool:
+    return ADMIN in user_roles(user)
 
 
 def _item(request: HttpRequest, pk: int) -> ReviewItem:
@@ -84,6 +88,7 @@ def correct(request: HttpRequest, pk: int) -> HttpResponse:
         "marked": corrections.marked_below([v.pk for v in versions]),
         "marks_here": corrections.marks_on(item.stage, item.object_id),
         "stage_label": ReviewStage(item.stage).label,
+        "may_regenerate": item.stage == ReviewStage.FLOWGRAPH and has_role_admin(request.user),
     }, status=status)
 
 
@@ -101,3 +106,17 @@ def check(request: HttpRequest, pk: int) -> JsonResponse:
         "findings": corrections.check(item.stage, content, corrections._procedure_id(item.stage, artifact)),
         "change": "" if content == old else corrections.change_kind(item.stage, old, content),
     })
+
+
+@require_POST
+@role_required(ADJUDICATOR)
+def regenerate(request: HttpRequest, pk: int) -> HttpResponse:
+    """Admins: regenerate what a structural correction of a flowgraph marked."""
+    _item(request, pk)
+    try:
+        job = corrections.regenerate_below(user=request.user, item_id=pk)
+    except corrections.CorrectionError as exc:
+        messages.error(request, str(exc))
+        return redirect("curation:correct", pk=pk)
+    messages.success(request, f"{job} queued: the conversation graph and conversations are built again.")
+    return redirect("generation:job", job_id=job.pk)

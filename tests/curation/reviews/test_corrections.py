@@ -230,3 +230,29 @@ def test_hostile_text_is_escaped(client, db, annotator_a, annotator_b, admin_use
     page = client.get(reverse("curation:correct", args=[item.pk])).content.decode()
     assert HOSTILE not in page and "<script>alert" not in page
     assert "\\u003Cscript\\u003Ealert" in page  # the rows travel in a json_script block
+
+
+def test_regenerate_below_a_structural_correction(client, lin, annotator_a, annotator_b, adjudicator, admin_user):
+    from generation.models import GenerationJob
+
+    item = disagree(FG, annotator_a, annotator_b)
+    regen = reverse("curation:correct_regenerate", args=[item.pk])
+    client.force_login(admin_user)
+    corrections.correct(editor=admin_user, item_id=item.pk, note="text", payload=relabel(lin.flowgraph.data, "N1", "Id?"))
+    r = client.post(regen, follow=True)
+    assert b"No structural correction" in r.content and not GenerationJob.objects.exists()
+    data = copy.deepcopy(lin.flowgraph.data)
+    data["nodes"].append({"id": "N7", "type": "end_message", "label": "Goodbye."})
+    data["edges"].append({"id": "E6", "source": "N1", "target": "N7", "label": "never mind"})
+    corrections.correct(editor=admin_user, item_id=item.pk, note="a way out", payload=data)
+    client.force_login(adjudicator)
+    assert b"btn-regenerate" not in client.get(reverse("curation:correct", args=[item.pk])).content
+    client.post(regen)
+    assert not GenerationJob.objects.exists()  # adjudicators do not start jobs
+    client.force_login(admin_user)
+    r = client.post(regen)
+    job = GenerationJob.objects.get()
+    assert r.status_code == 302 and job.config["start"] == "conversation_graph"
+    assert job.config["conversation_graph"] == "deterministic" and job.config["conversations"] == "offline"
+    assert AuditEvent.objects.filter(action="correct", after__regenerate_job=job.pk).exists()
+    assert client.get(regen).status_code == 405
