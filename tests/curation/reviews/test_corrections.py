@@ -256,3 +256,12 @@ def test_regenerate_below_a_structural_correction(client, lin, annotator_a, anno
     assert job.config["conversation_graph"] == "deterministic" and job.config["conversations"] == "offline"
     assert AuditEvent.objects.filter(action="correct", after__regenerate_job=job.pk).exists()
     assert client.get(regen).status_code == 405
+    # The job really builds from the corrected flowgraph: a new graph with the new ending.
+    from generation import services as generation
+
+    before = set(ConversationGraph.objects.values_list("pk", flat=True))
+    job = generation.job_run_inline(job=job)
+    new = ConversationGraph.objects.exclude(pk__in=before).filter(flowgraph_id=lin.flowgraph.pk)
+    assert job.status == "succeeded", (job.status, job.error)
+    assert any(n["label"] == "Goodbye." for g in new for n in g.data["nodes"])
+    assert Conversation.objects.filter(path__conversation_graph__in=new).exists()
