@@ -46,16 +46,29 @@ class CorrectionError(ValueError):
     """Input or permission problem, said in one short sentence for the page."""
 
 
-def may_correct(user, item: ReviewItem) -> bool:
-    """Admins may correct any editable item; adjudicators those they may adjudicate, once reviewed."""
+def refusal(user, item: ReviewItem) -> str:
+    """Why `user` may not correct `item` ("" when they may). Admins may correct any editable item
+    that is in curation; adjudicators those they may adjudicate, once every review is in."""
     if item.stage not in EDITABLE:
-        return False
+        return "Only flowgraphs, conversation graphs and conversations can be corrected here."
+    if item.excluded:
+        return "A rejected ancestor put this item out of curation: correct the ancestor instead."
     roles = user_roles(user)
     if ADMIN in roles:
-        return True
+        return ""
     from curation.reviews.services import may_adjudicate
 
-    return ADJUDICATOR in roles and item.state != ItemState.OPEN and may_adjudicate(user, item)
+    if ADJUDICATOR not in roles:
+        return "Only adjudicators and admins correct items."
+    if item.state == ItemState.OPEN:
+        return "This item still waits for its reviews."
+    if not may_adjudicate(user, item):
+        return "You reviewed this item yourself; another adjudicator may correct it."
+    return ""
+
+
+def may_correct(user, item: ReviewItem) -> bool:
+    return not refusal(user, item)
 
 
 def _procedure_id(stage: str, artifact) -> int:
@@ -183,10 +196,9 @@ def correct(*, editor, item_id: int, payload: Any, note: str) -> ArtifactVersion
     item = ReviewItem.objects.select_for_update().filter(pk=item_id).first()
     if item is None:
         raise CorrectionError("No such review item.")
-    if item.stage not in EDITABLE:
-        raise CorrectionError("Only flowgraphs, conversation graphs and conversations can be corrected here.")
-    if not may_correct(editor, item):
-        raise CorrectionError("You may not correct this item (reviewed it yourself, or it still waits for reviews).")
+    refused = refusal(editor, item)
+    if refused:
+        raise CorrectionError(refused)
     note = _text(note, "Note").strip()
     if not note:
         raise CorrectionError("Write a note saying what you corrected.")

@@ -29,8 +29,9 @@ def has_role_admin(user) -> bool:
 
 def _item(request: HttpRequest, pk: int) -> ReviewItem:
     item = get_object_or_404(ReviewItem, pk=pk)
-    if not corrections.may_correct(request.user, item):
-        raise PermissionDenied("You may not correct this item.")
+    refused = corrections.refusal(request.user, item)
+    if refused:
+        raise PermissionDenied(refused)
     return item
 
 

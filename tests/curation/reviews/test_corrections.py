@@ -146,10 +146,17 @@ def test_who_may_correct(lin, annotator_a, annotator_b, adjudicator, admin_user)
     assert corrections.may_correct(adjudicator, item)
     assert not corrections.may_correct(both, item)  # reviewed it
     assert not corrections.may_correct(annotator_b, item)
-    with pytest.raises(CorrectionError, match="may not"):
+    with pytest.raises(CorrectionError, match="reviewed this item yourself"):
         corrections.correct(editor=both, item_id=item.pk, payload=relabel(lin.flowgraph.data, "N1", "x"), note="n")
     proc = ReviewItem.objects.get(stage=ReviewStage.PROCEDURE)
     assert not corrections.may_correct(admin_user, proc)  # procedures are not edited here
+    # Rejecting the flowgraph puts its descendants out of curation: nobody corrects them.
+    services.item_resolve(adjudicator=adjudicator, item_id=item.pk, decision="reject", note="wrong branch")
+    cg_item = ReviewItem.objects.get(stage=CG)
+    assert cg_item.excluded and not corrections.may_correct(admin_user, cg_item)
+    with pytest.raises(CorrectionError, match="out of curation"):
+        corrections.correct(editor=admin_user, item_id=cg_item.pk, payload={"nodes": [], "edges": []}, note="n")
+    check_all([annotator_a, annotator_b, both])
 
 
 def test_conversation_turn_edit_and_version_seen(lin, annotator_a, annotator_b, admin_user):
