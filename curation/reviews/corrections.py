@@ -30,7 +30,7 @@ from curation.reviews import present
 from curation.reviews.lineage import STAGE_MODELS, _children, _has_warnings
 from generation.models import Conversation, ConversationGraph, Flowgraph
 from generation.pipeline.formats import GraphFormatError, graph_from_json, write_graph_text
-from generation.pipeline.validate import errors, validate_conversation, validate_conversation_graph, validate_flowgraph
+from generation.pipeline.validate import validate_conversation, validate_conversation_graph, validate_flowgraph
 from generation.stages.base import api_specs
 
 EDITABLE = (ReviewStage.FLOWGRAPH, ReviewStage.CONVERSATION_GRAPH, ReviewStage.CONVERSATION)

@@ -7,8 +7,8 @@ import json
 import pytest
 from django.urls import reverse
 
-from curation.models import ArtifactVersion, AuditEvent, CorrectionMark, ItemState, Review, ReviewItem, ReviewStage
 from curation.guidance import services as guidance
+from curation.models import ArtifactVersion, AuditEvent, CorrectionMark, ItemState, Review, ReviewItem, ReviewStage
 from curation.reviews import corrections, services
 from curation.reviews.corrections import CorrectionError
 from generation.models import Conversation, ConversationGraph, Flowgraph
