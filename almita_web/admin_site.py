@@ -5,7 +5,10 @@ whole site is closed to every other role (not only to non-staff users).
 """
 from __future__ import annotations
 
+from functools import update_wrapper
+
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 
 from almita_web.roles import ADMIN, has_role
 
@@ -17,6 +20,25 @@ class AlmitaAdminSite(admin.AdminSite):
 
     def has_permission(self, request) -> bool:
         return request.user.is_active and has_role(request.user, ADMIN)
+
+    def _refuse_logged_in_non_admins(self, request) -> None:
+        # Django would show its login form to a logged-in annotator, as if another login could
+        # help; a role that may not enter gets the site's 403 page, like every other page.
+        if request.user.is_authenticated and not self.has_permission(request):
+            raise PermissionDenied("The admin site needs the role: admin")
+
+    def admin_view(self, view, cacheable=False):
+        inner = super().admin_view(view, cacheable)
+
+        def wrapper(request, *args, **kwargs):
+            self._refuse_logged_in_non_admins(request)
+            return inner(request, *args, **kwargs)
+
+        return update_wrapper(wrapper, inner)
+
+    def login(self, request, extra_context=None):
+        self._refuse_logged_in_non_admins(request)
+        return super().login(request, extra_context)
 
 
 class RoleModelAdmin(admin.ModelAdmin):

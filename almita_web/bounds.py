@@ -7,7 +7,10 @@ that comes from a request is checked here first, so it becomes a 400 naming the 
 from __future__ import annotations
 
 import json
+import re
 
+from django import forms
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
@@ -68,3 +71,35 @@ def json_ids(values, name: str) -> list[int]:
     if not isinstance(values, (list, tuple)):
         raise ValueError(f"{name} must be a list of ids, not {json.dumps(values)[:40]}")
     return [bounded_id(v, name) for v in values]
+
+
+def bounded_ids_or_none(values, name: str = "id") -> list[int] | None:
+    """Every value as a bounded id, or None when one is not (query strings: ?runs=1&runs=2)."""
+    try:
+        return [bounded_id(v, name) for v in values]
+    except ValueError:
+        return None
+
+
+def _checked(field, value, code: str, key: str):
+    """`value` unchanged, or the field's own "not a choice" error when it is an id past 64 bits.
+
+    Django catches ValueError and TypeError from a model choice lookup, but an id past 64 bits
+    raises OverflowError on SQLite (a 500).
+    """
+    text = str(value).strip()
+    if value not in field.empty_values and re.fullmatch(r"[-+]?\d+", text) and (len(text) > 20 or not in_id_range(int(text))):
+        raise ValidationError(field.error_messages[code], code=code, params={key: str(value)[:40]})
+    return value
+
+
+class BoundedModelChoiceField(forms.ModelChoiceField):
+    def to_python(self, value):
+        return super().to_python(_checked(self, value, "invalid_choice", "value"))
+
+
+class BoundedModelMultipleChoiceField(forms.ModelMultipleChoiceField):
+    def _check_values(self, value):
+        for v in value:
+            _checked(self, v, "invalid_pk_value", "pk")
+        return super()._check_values(value)

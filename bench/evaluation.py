@@ -307,7 +307,7 @@ def main() -> None:
                       f"{j['pairs_per_s']:.1f} pairs/s")
         b = bench_bertscore(args.pairs, args.check_f1)
         if b is None:
-            print("BERTScore: ML extra not installed (pip install -r requirements-ml.txt); skipped")
+            print("BERTScore: ML extra not installed (requirements/ml.lock, see the README); skipped")
         else:
             def rate(r):
                 return f"{r[0]:.1f} pairs/s wall ({r[1]:.1f} per CPU-second)"

@@ -148,6 +148,15 @@ def measure(n: int, repeat: int, release_only: bool = False) -> dict[str, list[f
     timed("audit log page", lambda: boss_client.get("/curation/audit/"))
     timed("audit log page (filtered)", lambda: boss_client.get("/curation/audit/?action=verdict&stage=conversation"))
     timed("analytics page (all stages, by model)", lambda: boss_client.get("/curation/analytics/"))
+    # Issue #31 item 3: the explorer with previews (all columns rendered), filtered, an annotator's,
+    # and its side panel on a conversation.
+    timed("explorer page (conversation)", lambda: boss_client.get("/curation/explore/conversation/"))
+    timed("explorer page (flowgraph, open)", lambda: boss_client.get("/curation/explore/flowgraph/?state=open&sort=-id"))
+    timed("explorer page (annotator)", lambda: client.get("/curation/explore/conversation/"))
+    panel_item = ReviewItem.objects.filter(stage=ReviewStage.CONVERSATION, object_id__in=artifacts["conversation"][:1]).first() \
+        if isinstance(artifacts, dict) and artifacts.get("conversation") else None
+    if panel_item is not None:
+        timed("explorer side panel (conversation)", lambda: boss_client.get(f"/curation/explore/item/{panel_item.pk}/panel/"))
     # A streamed download: timed to its last byte (and, separately, to its first chunk).
     url = "/curation/agreement/verdicts.csv?stage=conversation"
     timed("verdicts CSV (conversation)", lambda: b"".join(boss_client.get(url).streaming_content))

@@ -29,6 +29,8 @@ urlpatterns = [
     # issue #16: data explorer
     path("explore/<str:stage>/", explorer_views.explore, name="explore"),
     path("explore/<str:stage>/bulk/", explorer_views.bulk, name="explore_bulk"),
+    path("explore/item/<int:pk>/panel/", explorer_views.panel, name="explore_panel"),
+    path("explore/item/<int:pk>/gold/", explorer_views.gold, name="explore_gold"),
     path("guidelines/<str:stage>/", guideline_views.guidelines_edit, name="guidelines"),
     path("gold/", gold_views.gold_page, name="gold"),
     path("gold/mark/", gold_views.gold_mark, name="gold_mark"),

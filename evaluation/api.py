@@ -180,7 +180,7 @@ class SessionLaunchSerializer(serializers.Serializer):
                                                                                         AgentMode.OWN_PROMPT]))
     release = serializers.PrimaryKeyRelatedField(queryset=Release.objects.all())
     max_turns = serializers.IntegerField(min_value=1, max_value=50, default=15)
-    limit = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
+    limit = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False, allow_null=True, default=None)
     concurrency = serializers.IntegerField(min_value=1, max_value=64, required=False, allow_null=True, default=None)
     user_model = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     judge_model = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")

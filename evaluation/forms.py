@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
+from almita_web.bounds import BoundedModelChoiceField, BoundedModelMultipleChoiceField
 from curation.models import Release
 from evaluation import similarity as S
 from evaluation.models import Agent, AgentKnowledge, AgentMode, EvaluationRun
@@ -46,13 +47,13 @@ class SimilarityForm(forms.Form):
     def clean_similarity(self) -> str:
         value = self.cleaned_data["similarity"]
         if value == S.BERTSCORE and not S.bertscore_available():
-            raise forms.ValidationError("BERTScore needs the ML extra (pip install -r requirements-ml.txt).")
+            raise forms.ValidationError("BERTScore needs the ML extra (requirements/ml.lock, see the README).")
         return value
 
 
 class RunForm(SimilarityForm):
-    agent = forms.ModelChoiceField(queryset=Agent.objects.all())
-    release = forms.ModelChoiceField(queryset=Release.objects.all())
+    agent = BoundedModelChoiceField(queryset=Agent.objects.all())
+    release = BoundedModelChoiceField(queryset=Release.objects.all())
     concurrency = forms.IntegerField(min_value=1, max_value=64, required=False,
                                      help_text="Tests in flight at once. Empty: LLM_MAX_CONCURRENCY")
     comparison = forms.ChoiceField(choices=[(M.EXACT, "Exact (names exactly, values by JSON type and value)"),
@@ -82,23 +83,23 @@ class RejudgeForm(SimilarityForm):
 
 
 class CompareForm(forms.Form):
-    runs = forms.ModelMultipleChoiceField(queryset=EvaluationRun.objects.select_related("agent", "release"))
+    runs = BoundedModelMultipleChoiceField(queryset=EvaluationRun.objects.select_related("agent", "release"))
 
 
 class DatasetCompareForm(forms.Form):
-    release_a = forms.ModelChoiceField(queryset=Release.objects.all(), label="Release on the x axis")
-    release_b = forms.ModelChoiceField(queryset=Release.objects.all(), label="Release on the y axis")
+    release_a = BoundedModelChoiceField(queryset=Release.objects.all(), label="Release on the x axis")
+    release_b = BoundedModelChoiceField(queryset=Release.objects.all(), label="Release on the y axis")
     metric = forms.ChoiceField(choices=METRICS, initial="test_correct")
 
 
 class SessionRunForm(forms.Form):
-    agent = forms.ModelChoiceField(queryset=Agent.objects.filter(mode__in=[AgentMode.PROMPT, AgentMode.FUNCTIONS,
+    agent = BoundedModelChoiceField(queryset=Agent.objects.filter(mode__in=[AgentMode.PROMPT, AgentMode.FUNCTIONS,
                                                                      AgentMode.HTTP, AgentMode.OWN_PROMPT]),
                                    help_text="An LLM agent: reference agents answer single tests only")
-    release = forms.ModelChoiceField(queryset=Release.objects.all())
+    release = BoundedModelChoiceField(queryset=Release.objects.all())
     max_turns = forms.IntegerField(min_value=1, max_value=50, initial=15,
                                    help_text="User turns before a session counts as failed (FlowBench: 15)")
-    limit = forms.IntegerField(min_value=1, required=False, label="Conversations",
+    limit = forms.IntegerField(min_value=1, max_value=1_000_000, required=False, label="Conversations",
                                help_text="The first N conversations of the release. Empty: all")
     concurrency = forms.IntegerField(min_value=1, max_value=64, required=False,
                                      help_text="Sessions in flight at once. Empty: LLM_MAX_CONCURRENCY")

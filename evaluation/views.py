@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from almita_web.bounds import bounded_ids_or_none
 from almita_web.roles import RESEARCHER, role_required
 from curation.releases.services import spreadsheet_safe
 from evaluation import charts, services, session_services
@@ -330,10 +331,7 @@ PERCENT_SESSION_METRICS = [(k, label) for k, label in SS.SESSION_METRICS if k !=
 @role_required(RESEARCHER)
 def session_compare(request: HttpRequest) -> HttpResponse:
     """Several session runs side by side: their metrics with intervals, and a bar chart."""
-    try:
-        ids = sorted({int(x) for x in request.GET.getlist("runs")})
-    except ValueError:
-        ids = []
+    ids = sorted(set(bounded_ids_or_none(request.GET.getlist("runs"), "runs") or []))
     runs = list(SessionRun.objects.filter(pk__in=ids).select_related("agent", "release").order_by("id"))
     reports = [(run, session_services.session_current_report(run).get("metrics") or {}) for run in runs]
     rows = [(run, SS.metric_cells(metrics)) for run, metrics in reports]

@@ -8,6 +8,7 @@ from django.shortcuts import render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
+from almita_web.bounds import BoundedModelChoiceField
 from almita_web.roles import ADMIN, RESEARCHER, role_required
 from generation import api_graphs as AG
 from generation.models import Procedure
@@ -16,7 +17,7 @@ from generation.pipeline.render import GraphvizMissing
 
 
 class ApiGraphForm(forms.Form):
-    procedure = forms.ModelChoiceField(queryset=Procedure.objects.order_by("-id"), required=False,
+    procedure = BoundedModelChoiceField(queryset=Procedure.objects.order_by("-id"), required=False,
                                        empty_label="Every API in the database")
     min_score = forms.FloatField(min_value=0.0, max_value=1.0, initial=G.DEFAULT_MIN_SCORE, required=False)
 

@@ -44,7 +44,8 @@ def graph_coverage_context(cg: ConversationGraph) -> dict[str, Any]:
 def job_loop_context(job: GenerationJob) -> dict[str, Any]:
     from generation.panels import job_panels
 
-    return {"job_coverage": report(leaf_graphs(graphs_of_job(job)))["summary"], "fill_form": FillForm(),
+    graphs = graphs_of_job(job)
+    return {"job_coverage": report(leaf_graphs(graphs))["summary"], "job_graphs": graphs.count(), "fill_form": FillForm(),
             **job_panels(job)}
 
 
@@ -71,7 +72,7 @@ def _launch(request: HttpRequest, graphs, label: str, back: HttpResponse) -> Htt
 def fill_graph(request: HttpRequest, pk: int) -> HttpResponse:
     cg = get_object_or_404(ConversationGraph, pk=pk)
     return _launch(request, ConversationGraph.objects.filter(pk=cg.pk), f"graph {cg.pk}",
-                   redirect("generation:item", kind="conversation-graph", pk=cg.pk))
+                   redirect("generation:item", kind="conversation_graph", pk=cg.pk))
 
 
 @role_required(ADMIN)

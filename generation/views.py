@@ -23,13 +23,13 @@ ITEM_KINDS = {
     "procedure": (Procedure, "Procedure", False),
     "api": (Api, "API", False),
     "flowgraph": (Flowgraph, "Flowgraph", True),
-    "conversation-graph": (ConversationGraph, "Conversation graph", True),
+    "conversation_graph": (ConversationGraph, "Conversation graph", True),
     "path": (SampledPath, "Sampled path", True),
     "conversation": (Conversation, "Conversation", False),
     "test": (Test, "Test", False),
 }
 STAGE_KIND = {"intents": "intent", "procedures": "procedure", "apis": "api", "flowgraph": "flowgraph",
-              "conversation_graph": "conversation-graph", "paths": "path", "conversations": "conversation",
+              "conversation_graph": "conversation_graph", "paths": "path", "conversations": "conversation",
               "tests": "test"}
 
 
@@ -96,7 +96,8 @@ def job_launch(request: HttpRequest) -> HttpResponse:
         except services.JobConfigError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"{job} queued.")
+            # Tagged: the job page drops it once the job has finished (it would still say "queued").
+            messages.success(request, f"{job} queued.", extra_tags="job-queued")
             return redirect("generation:job", job_id=job.pk)
     estimate, message = _estimate_from_query(request.POST)
     return render(request, "generation/dashboard.html", {
@@ -214,11 +215,14 @@ def job_items(request: HttpRequest, job_id: int, stage: str) -> HttpResponse:
 @role_required(ADMIN)
 @require_GET
 def item_detail(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
+    if kind not in ITEM_KINDS and kind.replace("-", "_") in ITEM_KINDS:
+        # One spelling in every page URL, the review stages' (conversation_graph); old links still work.
+        return redirect("generation:item", kind=kind.replace("-", "_"), pk=pk, permanent=True)
     if kind not in ITEM_KINDS:
         raise Http404("unknown kind")
     model, title, has_graph = ITEM_KINDS[kind]
     obj = get_object_or_404(model, pk=pk)
     svg, svg_error = services.graph_svg(obj=obj) if has_graph else ("", "")
-    extra = loop_views.graph_coverage_context(obj) if kind == "conversation-graph" else {}  # i15
+    extra = loop_views.graph_coverage_context(obj) if kind == "conversation_graph" else {}  # i15
     return render(request, "generation/item.html", {"obj": obj, "kind": kind, "title": title, "svg": svg,
                                                     "svg_error": svg_error, **extra})

@@ -37,6 +37,9 @@ def _where(stage: str | None, many: bool = False) -> tuple[str, list[Any]]:
     sql = (f"i.state IN ({', '.join(['%s'] * len(COMPLETE_STATES))}) "
            f"AND NOT EXISTS (SELECT 1 FROM {gold} g WHERE g.item_id = i.id)")
     params: list[Any] = [str(s) for s in COMPLETE_STATES]
+    if many:  # the histogram reads excluded items too, to count them; these only live ones
+        sql += " AND i.excluded = %s"
+        params.append(False)
     if stage:
         sql += " AND i.stage = %s"
         params.append(stage)
@@ -46,7 +49,11 @@ def _where(stage: str | None, many: bool = False) -> tuple[str, list[Any]]:
 
 
 def _histogram(stage: str | None) -> list[tuple]:
-    """(stage, reviews m, rejects, first, second, lower annotator, higher annotator, items).
+    """(stage, reviews m, rejects, first, second, lower annotator, higher annotator, excluded, items).
+
+    Excluded items (a rejected or withheld ancestor) are out of curation: their reviews are not
+    agreement data any more. They come back in their own rows (excluded true) so that the page can
+    say how many were left out without a second query.
 
     One pass over the reviews, grouped per item then per shape. A verdict is one bit (reject),
     so MIN/MAX of 2·id + bit give the first and last review's verdict, and MIN/MAX of
@@ -59,14 +66,14 @@ def _histogram(stage: str | None) -> list[tuple]:
     bit = "CASE WHEN r.verdict = %s THEN 1 ELSE 0 END"
     sql = f"""
         SELECT stage, m, rej, CASE WHEN m = 2 THEN f %% 2 END, CASE WHEN m = 2 THEN l %% 2 END,
-               CASE WHEN m = 2 THEN lo END, CASE WHEN m = 2 THEN hi END, COUNT(*)
-        FROM (SELECT i.stage AS stage, COUNT(*) AS m, SUM({bit}) AS rej,
+               CASE WHEN m = 2 THEN lo END, CASE WHEN m = 2 THEN hi END, ex, COUNT(*)
+        FROM (SELECT i.stage AS stage, i.excluded AS ex, COUNT(*) AS m, SUM({bit}) AS rej,
                      MIN(2 * r.id + {bit}) AS f, MAX(2 * r.id + {bit}) AS l,
                      MIN(2 * r.annotator_id + {bit}) AS lo, MAX(2 * r.annotator_id + {bit}) AS hi
               FROM {review} r JOIN {item} i ON i.id = r.item_id WHERE {where}
-              GROUP BY r.item_id, i.stage) per_item
+              GROUP BY r.item_id, i.stage, i.excluded) per_item
         GROUP BY stage, m, rej, CASE WHEN m = 2 THEN f %% 2 END, CASE WHEN m = 2 THEN l %% 2 END,
-                 CASE WHEN m = 2 THEN lo END, CASE WHEN m = 2 THEN hi END"""
+                 CASE WHEN m = 2 THEN lo END, CASE WHEN m = 2 THEN hi END, ex"""
     with connection.cursor() as cursor:
         cursor.execute(sql, [LABELS[1]] * 5 + params)
         return cursor.fetchall()
@@ -131,8 +138,12 @@ def agreement_by_stage(stage: str | None = None) -> dict[str, dict[str, Any]]:
     reviews: Counter = Counter()
     by_id: dict[str, dict[tuple[int, int], Counter]] = defaultdict(lambda: defaultdict(Counter))
     many = False
-    for st, m, rej, v1, v2, lo, hi, n in _histogram(stage):
+    excluded: Counter = Counter()
+    for st, m, rej, v1, v2, lo, hi, ex, n in _histogram(stage):
         m, rej, n = int(m), int(rej), int(n)
+        if ex:
+            excluded[st] += n
+            continue
         acc = m - rej
         items[st] += n
         reviews[st] += n * m
@@ -172,9 +183,10 @@ def agreement_by_stage(stage: str | None = None) -> dict[str, dict[str, Any]]:
             comps = Counter()
             for (x, y), v in table.items():
                 comps[tuple(sorted(Counter((x, y)).items()))] += v
-            pairs.append({"a": names.get(a, str(a)), "b": names.get(b, str(b)), "n": n,
+            pairs.append({"a": names.get(a, str(a)), "b": names.get(b, str(b)), "n": n, "disagreements": n - same,
                           **_figures(table, same, n, comps)})
         out[st] = {"stage": st, "label": labels[st], "items": items[st], "reviews": reviews[st],
+                   "excluded": excluded.get(st, 0),
                    "overall": overall, "pairs": pairs}
     return out
 

@@ -102,6 +102,19 @@ def gold_mark(*, actor, item_ids: list[int], expected: str) -> int:
     return n
 
 
+@transaction.atomic
+def gold_unmark(*, actor, item_id: int) -> bool:
+    """Unmark an item an admin marked gold; False when it was not gold. A seeded known-bad copy
+    stays gold: unmarked, it would count as an ordinary item and could reach a release."""
+    gold = GoldItem.objects.select_for_update().filter(item_id=item_id).first()
+    if gold is None:
+        return False
+    if gold.origin != GoldOrigin.MARKED:
+        raise GoldError("A seeded known-bad copy stays gold.")
+    gold.delete()
+    return True
+
+
 def _copy_artifact(source_item: ReviewItem, rng: random.Random, kind: str | None):
     src = reviews.artifact_for(source_item)
     if src is None:

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from almita_web.api.common import role_permission
+from almita_web.bounds import MAX_ID
 from almita_web.roles import ADMIN, RESEARCHER
 from curation.agreement.services import job_economics, release_economics
 from curation.loop.services import ScopeError, resolve_scope, scope_report
@@ -40,8 +41,8 @@ class CoverageView(APIView):
 
 class FillInput(serializers.Serializer):
     release = serializers.CharField(required=False, allow_blank=True)
-    job = serializers.IntegerField(required=False, min_value=1)
-    graph = serializers.IntegerField(required=False, min_value=1)
+    job = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+    graph = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     conversations = serializers.ChoiceField(choices=gaps.CONVERSATION_MODES, default="offline")
 
 
@@ -88,7 +89,7 @@ class EconomicsView(APIView):
 
 class RegenerateInput(serializers.Serializer):
     parent = serializers.ChoiceField(choices=["procedure", "flowgraph", "conversation_graph"])
-    id = serializers.IntegerField(min_value=1)
+    id = serializers.IntegerField(min_value=1, max_value=MAX_ID)
 
 
 class RegenerateView(APIView):

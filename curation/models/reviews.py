@@ -44,6 +44,9 @@ class ReviewItem(models.Model):
     review_count = models.PositiveSmallIntegerField(default=0)
     # An ancestor artifact was rejected: nobody should spend time reviewing this one.
     excluded = models.BooleanField(default=False)
+    # An adjudicator or admin took it out of curation in the explorer ("Exclude"): it stays
+    # excluded, with everything below it, until they include it again, whatever the cascade does.
+    withheld = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["id"]

@@ -31,14 +31,27 @@ class ReleaseSerializer(serializers.ModelSerializer):
                 for f in DOWNLOADS}
 
 
+class ReleaseFiltersInput(serializers.Serializer):
+    """The filters' shape, for the schema (and the fuzz test that reads it); the values are checked
+    by curation.releases.services.clean_filters, the one place for both the form and the API."""
+
+    jobs = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False)
+    intents = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False)
+    stages = serializers.ListField(child=serializers.ChoiceField(choices=ReviewStage.choices), required=False)
+    noise_kinds = serializers.ListField(child=serializers.CharField(), required=False,
+                                        help_text='noise kinds, or "none" for conversations without noise')
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("filters must be an object")
+        return dict(data)
+
+
 class ReleaseCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     kind = serializers.ChoiceField(choices=ReleaseKind.choices, default=ReleaseKind.CURATED)
     licence = serializers.ChoiceField(choices=[(x, x) for x in LICENCES], default="CC-BY-4.0")
-    filters = serializers.DictField(required=False, default=dict,
-                                    help_text='{"jobs": [ids], "intents": [ids], "stages": ['
-                                              + ", ".join(f'"{s}"' for s in ReviewStage.values)
-                                              + '], "noise_kinds": [kinds or "none"]}')
+    filters = ReleaseFiltersInput(required=False, default=dict)
 
 
 RELEASE_FILTERS = {"name": ("name", "str"), "kind": ("kind", "str")}

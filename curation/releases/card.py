@@ -85,6 +85,10 @@ def funnel(release: Release, stats: dict) -> list[tuple[str, list[int]]]:
     discards = Counter(dict(scoped(Discard.objects.all()).values_list("stage").annotate(n=Count("id"))))
     present = {s: qs.count() for s, qs in querysets.items()}
     accepted = {s: qs.filter(status=CurationStatus.ACCEPTED).count() for s, qs in querysets.items()}
+    # Intents are not reviewed themselves (their status stays pending): one passes the manual
+    # filters when a procedure written for it was accepted, as the release counts it.
+    accepted[Stage.INTENTS] = querysets[Stage.INTENTS].filter(
+        procedures__status=CurationStatus.ACCEPTED).distinct().count()
     c = stats["counts"]
     in_release = [c.get("intents", 0), c.get("procedures", 0), c.get("procedures_with_apis", 0),
                   c.get("flowgraphs", 0), c.get("conversation_graphs", 0), c.get("conversations", 0),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any
@@ -17,9 +18,11 @@ from generation.pipeline.extract import format_api_call
 
 BATCH = 1000  # rows per yielded chunk: big enough to amortise, small enough to stay flat
 
+# The released test columns, one schema for tests.csv and the Hugging Face folder (same names, same
+# order; docs/datasets.md). tests.jsonl holds the same values nested (curation.releases.exports.flat_row).
 CSV_COLUMNS = [
     "test_id", "conversation_id", "position", "intent_id", "intent", "client", "procedure_id",
-    "procedure", "apis", "context", "expected_type", "expected_output", "expected_api_name",
+    "procedure", "apis", "context", "expected_type", "expected_content", "expected_api_name",
     "expected_parameters", "noise_kinds", "flowgraph_id", "conversation_graph_id", "path_node_ids",
     "expected_action",
 ]
@@ -59,9 +62,18 @@ _CACHE_LIMIT = 20_000
 FORMULA_START = frozenset("=+-@\t\r")
 
 
+# A negative number ("-0.4000", "-1e-05") is not a formula: it stays as written, so a spreadsheet
+# reads it as a number. Anything else starting with = + - @ tab or CR gets the quote.
+_PLAIN_NUMBER = re.compile(r"-(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
+
+
+def _risky(text: str) -> bool:
+    return text[:1] in FORMULA_START and _PLAIN_NUMBER.fullmatch(text) is None
+
+
 def formula_safe(text: str) -> str:
     """The one CSV formula guard: every CSV the product writes passes its text cells through it."""
-    return "'" + text if text[:1] in FORMULA_START else text
+    return "'" + text if _risky(text) else text
 
 
 def spreadsheet_safe(row: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +88,7 @@ def _cell(value: Any) -> str:
     the whole procedure text, and this is several times faster while producing the same bytes.
     """
     s = value if isinstance(value, str) else str(value)
-    if s[:1] in FORMULA_START:
+    if s[:1] in FORMULA_START and _risky(s):
         s = "'" + s
     if '"' in s:
         return '"' + s.replace('"', '""') + '"'
@@ -144,7 +156,7 @@ class CsvLineMaker:
 
 
 def expected_cells(exp: dict[str, Any]) -> tuple[str, str, str, str]:
-    """The cells expected_type, expected_output, expected_api_name, expected_parameters."""
+    """The cells expected_type, expected_content, expected_api_name, expected_parameters."""
     kind = exp["type"]
     if kind == "api_call":
         name, params = exp["name"], exp.get("parameters") or {}
@@ -180,8 +192,8 @@ def guarded(rows: Iterable[Sequence[Any]]) -> Iterator[Sequence[Any]]:
     start = FORMULA_START
     for row in rows:
         for v in row:
-            if v.__class__ is str and v[:1] in start:
-                yield [("'" + c) if c.__class__ is str and c[:1] in start else c for c in row]
+            if v.__class__ is str and v[:1] in start and _risky(v):
+                yield [("'" + c) if c.__class__ is str and _risky(c) else c for c in row]
                 break
         else:
             yield row

@@ -73,6 +73,10 @@ def clean_filters(filters: dict[str, Any] | None) -> dict[str, list]:
             raise ReleaseError(f"filter '{key}' must be a list of ids: {exc}") from None
         if ids:
             out[key] = ids
+    for key in ("stages", "noise_kinds"):
+        value = filters.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise ReleaseError(f"filter '{key}' must be a list of names, not {json.dumps(value)[:40]}")
     stages = sorted({str(s) for s in filters.get("stages") or []})
     bad = [s for s in stages if s not in STAGE_LOOKUPS]
     if bad:

@@ -26,7 +26,8 @@ def notifications_context(request: HttpRequest) -> dict:
 
 def _back(request: HttpRequest, fallback: str) -> str:
     target = request.POST.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+    # A path on this site only: redirect() reads a bare word ("abc") as a view name (a 500).
+    if target.startswith("/") and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
                                                   require_https=request.is_secure()):
         return target
     return fallback

@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from almita_web.roles import ADJUDICATOR, ADMIN, has_role
 from curation.models import AuditEvent, Flag, GoldItem, ItemState, Resolution, Review, ReviewItem, ReviewStage, Verdict
-from curation.reviews.lineage import STAGE_MODELS, cascade_apply
-from curation.reviews.state import Effective, effective_q
+from curation.reviews.lineage import STAGE_MODELS, blocked_above, cascade_apply
+from curation.reviews.state import Effective, describe, describe_blind, effective_q, exclusion_reason
 from generation.models import GenerationJob
 
 PAGE_SIZE = 50
@@ -28,17 +28,23 @@ STATES = {
     "disagreement": ("Awaiting adjudication", effective_q(Effective.AWAITING)),
     "accepted": ("Accepted", effective_q(Effective.ACCEPTED)),
     "rejected": ("Rejected", effective_q(Effective.REJECTED)),
-    "excluded": ("Excluded (ancestor rejected)", effective_q(Effective.EXCLUDED)),
-    # For annotators: open and disputed look the same, or they would learn how others voted.
-    "waiting": ("Not decided yet", effective_q(Effective.OPEN) | effective_q(Effective.AWAITING)),
+    "excluded": ("Excluded", effective_q(Effective.EXCLUDED)),
+    # For annotators: disputed, accepted and rejected look the same ("all reviews in"), or they
+    # would learn how the others voted (curation.reviews.state.BLIND_LABELS).
+    "waiting": ("Waiting for other reviews", effective_q(Effective.OPEN)),
+    "complete": ("All reviews in", effective_q(Effective.AWAITING) | effective_q(Effective.ACCEPTED)
+                 | effective_q(Effective.REJECTED)),
 }
-ANNOTATOR_STATES = ("waiting", "accepted", "rejected", "excluded")
+ANNOTATOR_STATES = ("waiting", "complete", "excluded")
+STAFF_STATES = ("open", "disagreement", "accepted", "rejected", "excluded")
 SORTS = {
     "id": ("Oldest first", ["id"]), "-id": ("Newest first", ["-id"]),
     "-decided": ("Recently decided", ["-decided_at", "-id"]),
     "-reviews": ("Most reviews", ["-review_count", "id"]),
     "warnings": ("Warnings first", ["-has_warnings", "id"]),
 }
+# When an item was decided tells an agreement (at once) from a disagreement (later, or never).
+ANNOTATOR_SORTS = ("id", "-id", "-reviews", "warnings")
 # What text search reads, per stage (besides an item or object id).
 TEXT_FIELDS = {
     ReviewStage.PROCEDURE: ["text", "title"],
@@ -124,9 +130,10 @@ def items(qry: Query, user) -> QuerySet[ReviewItem]:
         qs = qs.filter(reviews__annotator=user)
     if qry.state:
         state = qry.state
-        if own_only and state not in ANNOTATOR_STATES:
-            state = "waiting"
-        qs = qs.filter(STATES[state][1])
+        if (state in ANNOTATOR_STATES) != own_only and state != "excluded":
+            state = ""
+        if state:
+            qs = qs.filter(STATES[state][1])
     if qry.warnings:
         qs = qs.filter(has_warnings=qry.warnings == "yes")
     artifacts = model.objects.all()
@@ -166,7 +173,8 @@ def items(qry: Query, user) -> QuerySet[ReviewItem]:
         reviews = reviews.filter(_json_has("reason_codes", qry.reason) | Q(pk__in=flagged))
     if qry.reason or (qry.annotator and not own_only):
         qs = qs.filter(pk__in=reviews.values("item_id"))
-    return qs.distinct().order_by(*SORTS[qry.sort][1])
+    sort = qry.sort if not own_only or qry.sort in ANNOTATOR_SORTS else "id"
+    return qs.distinct().order_by(*SORTS[sort][1])
 
 
 def page_of(qs: QuerySet[ReviewItem], page: int) -> dict[str, Any]:
@@ -178,19 +186,22 @@ def page_of(qs: QuerySet[ReviewItem], page: int) -> dict[str, Any]:
             "first": (page - 1) * PAGE_SIZE + 1 if total else 0, "last": (page - 1) * PAGE_SIZE + len(rows)}
 
 
-def rows_for(items_: list[ReviewItem], user, *, show_gold: bool) -> list[dict[str, Any]]:
-    """One row per item: its artifact title, own verdict, visible verdict counts, gold mark."""
+def rows_for(items_: list[ReviewItem], user, *, show_gold: bool, own_only: bool = False) -> list[dict[str, Any]]:
+    """One row per item: its effective state (blind for annotators), own verdict, the verdicts
+    the user may see, gold mark. An annotator's row shows their own verdict only."""
     from curation.reviews.services import reviews_visible_to
 
     by_item: dict[int, list[Review]] = {}
-    for r in reviews_visible_to(user).filter(item__in=items_).select_related("annotator").order_by("id"):
+    visible = Review.objects.filter(annotator=user) if own_only else reviews_visible_to(user)
+    for r in visible.filter(item__in=items_).select_related("annotator").order_by("id"):
         by_item.setdefault(r.item_id, []).append(r)
     gold = set(GoldItem.objects.filter(item__in=items_).values_list("item_id", flat=True)) if show_gold else set()
     out = []
     for it in items_:
         reviews = by_item.get(it.pk, [])
         own = next((r for r in reviews if r.annotator_id == user.pk), None)
-        out.append({"item": it, "own": own, "reviews": reviews, "gold": it.pk in gold})
+        out.append({"item": it, "own": own, "reviews": reviews, "gold": it.pk in gold,
+                    "effective": describe_blind(it) if own_only else describe(it)})
     return out
 
 
@@ -202,8 +213,8 @@ def choices(stage: str, own_only: bool = False) -> dict[str, Any]:
     for cfg in GenerationJob.objects.values_list("config", flat=True):
         models_ |= {str(m) for m in ((cfg or {}).get("models") or {}).values() if m}
     return {
-        "states": [(k, v[0]) for k, v in STATES.items()
-                   if (k in ANNOTATOR_STATES if own_only else k != "waiting")], "sorts": [(k, v[0]) for k, v in SORTS.items()],
+        "states": [(k, STATES[k][0]) for k in (ANNOTATOR_STATES if own_only else STAFF_STATES)],
+        "sorts": [(k, v[0]) for k, v in SORTS.items() if not own_only or k in ANNOTATOR_SORTS],
         "reasons": reason_codes(stage), "models": sorted(models_),
         "jobs": list(GenerationJob.objects.order_by("-id").values_list("id", "name")[:200]),
     }
@@ -223,7 +234,9 @@ def items_bulk(*, actor, stage: str, item_ids: list[int], action: str, required:
 
     * requeue: a decided or disputed item goes back to the queue for one more review; its
       resolution is withdrawn and the lineage below is recomputed (reviews are kept).
-    * exclude / include: take an item out of the queue, or put it back.
+    * exclude / include: withhold an item (it and everything below it are excluded, whatever the
+      cascade does later), or include it again. Including an item whose ancestor is rejected or
+      withheld is refused, with that reason: it would otherwise count as accepted under a rejection.
     * required: set the reviews an open item needs (never below the reviews it already has).
     """
     if not (has_role(actor, ADJUDICATOR) or has_role(actor, ADMIN)):
@@ -235,8 +248,9 @@ def items_bulk(*, actor, stage: str, item_ids: list[int], action: str, required:
     if action == "required" and (required is None or not 1 <= required <= 10):
         raise ExplorerError("The number of reviews needed must be between 1 and 10.")
     done = skipped = 0
+    refused: list[str] = []
     for item in ReviewItem.objects.select_for_update().filter(stage=stage, pk__in=item_ids).order_by("id"):
-        before = {"state": item.state, "decision": item.decision, "excluded": item.excluded,
+        before = {"state": item.state, "decision": item.decision, "excluded": item.excluded, "withheld": item.withheld,
                   "required_reviews": item.required_reviews}
         if action == "requeue":
             if item.state == ItemState.OPEN:
@@ -247,13 +261,23 @@ def items_bulk(*, actor, stage: str, item_ids: list[int], action: str, required:
             item.required_reviews = min(item.review_count + 1, 32767)
             item.save(update_fields=["state", "decision", "decided_at", "required_reviews"])
             cascade_apply(item)
-        elif action in ("exclude", "include"):
-            want = action == "exclude"
-            if item.excluded == want:
+        elif action == "exclude":
+            if item.withheld:
                 skipped += 1
                 continue
-            item.excluded = want
-            item.save(update_fields=["excluded"])
+            item.withheld = True
+            item.save(update_fields=["withheld"])
+            cascade_apply(item, actor)
+        elif action == "include":
+            if blocked_above(item.stage, item.object_id):
+                refused.append(f"{item}: {exclusion_reason(item)}; include that one again first.")
+                continue
+            if not item.withheld:
+                skipped += 1
+                continue
+            item.withheld = False
+            item.save(update_fields=["withheld"])
+            cascade_apply(item, actor)
         else:
             if item.state != ItemState.OPEN or required <= item.review_count:
                 skipped += 1
@@ -261,7 +285,8 @@ def items_bulk(*, actor, stage: str, item_ids: list[int], action: str, required:
             item.required_reviews = required
             item.save(update_fields=["required_reviews"])
         done += 1
-        _audit(actor, item, action, before, {"state": item.state, "excluded": item.excluded,
+        item.refresh_from_db(fields=["excluded"])
+        _audit(actor, item, action, before, {"state": item.state, "excluded": item.excluded, "withheld": item.withheld,
                                              "required_reviews": item.required_reviews,
                                              "at": timezone.now().isoformat()})
-    return {"done": done, "skipped": skipped}
+    return {"done": done, "skipped": skipped, "refused": refused}

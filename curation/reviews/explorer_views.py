@@ -2,15 +2,19 @@
 actions are POSTs that redirect back to the same filtered list."""
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from almita_web.bounds import in_id_range
 from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, has_role, role_required
-from curation.models import ReviewStage
-from curation.reviews import explorer
+from curation.models import ReviewItem, ReviewStage
+from curation.reviews import explorer, explorer_panel
 
 
 def _stage(stage: str) -> str:
@@ -33,9 +37,14 @@ def explore(request: HttpRequest, stage: str) -> HttpResponse:
     params = request.GET.copy()
     params.pop("page", None)
     base = params.urlencode()
+    rows = explorer.rows_for(page["rows"], request.user, show_gold=is_admin, own_only=own_only)
+    previews = explorer_panel.previews(stage, page["rows"])
+    for row in rows:
+        row["preview"] = previews[row["item"].pk]
+    columns = [c for c in explorer_panel.COLUMNS if c[0] != "gold" or is_admin]
     return render(request, "curation/explore.html", {
-        "stage": stage, "stages": ReviewStage.choices, "q": qry, "page": page,
-        "rows": explorer.rows_for(page["rows"], request.user, show_gold=is_admin),
+        "stage": stage, "stages": ReviewStage.choices, "q": qry, "page": page, "rows": rows,
+        "columns": columns, "is_admin": is_admin,
         "choices": explorer.choices(stage, own_only), "own_only": own_only,
         "can_bulk": staff, "is_staff": staff, "base_query": base,
         "here": request.get_full_path(),
@@ -51,8 +60,24 @@ def bulk(request: HttpRequest, stage: str) -> HttpResponse:
         back = reverse("curation:explore", args=[stage])
     ids = []
     for raw in request.POST.getlist("items"):
-        if raw.isdigit():
+        # Only what can be an id: 5,000 nines would not even convert (Python's digit limit).
+        if raw.isdigit() and len(raw) <= 19 and in_id_range(int(raw)):
             ids.append(int(raw))
+    if request.POST.get("scope") == "filter":
+        # The whole filter: the query travels in `next`; the count the user confirmed must still
+        # be what the filter matches, or nothing happens (the list changed under them).
+        params = QueryDict(urlsplit(back).query)
+        qry = explorer.parse(stage, params)
+        matched = explorer.items(qry, request.user)
+        total = matched.count()
+        confirmed = request.POST.get("confirm_count") or ""
+        if not (confirmed.isdigit() and len(confirmed) < 10 and int(confirmed) == total):
+            messages.error(request, f"The filter now matches {total} item(s); check the list and confirm again.")
+            return redirect(back)
+        if total > explorer_panel.BULK_FILTER_MAX:
+            messages.error(request, f"At most {explorer_panel.BULK_FILTER_MAX} items at once; narrow the filter.")
+            return redirect(back)
+        ids = list(matched.values_list("pk", flat=True))
     required = request.POST.get("required") or ""
     try:
         result = explorer.items_bulk(actor=request.user, stage=stage, item_ids=ids,
@@ -61,5 +86,47 @@ def bulk(request: HttpRequest, stage: str) -> HttpResponse:
     except explorer.ExplorerError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"{result['done']} item(s) changed, {result['skipped']} left as they were.")
+        if result["done"] or result["skipped"] or not result["refused"]:
+            messages.success(request, f"{result['done']} item(s) changed, {result['skipped']} left as they were.")
+        for reason in result["refused"][:10]:
+            messages.error(request, f"Not included again: {reason}")
+        if len(result["refused"]) > 10:
+            messages.error(request, f"… and {len(result['refused']) - 10} more refused for the same kind of reason.")
+    return redirect(back)
+
+
+@require_GET
+@role_required(ANNOTATOR, ADJUDICATOR, RESEARCHER)
+def panel(request: HttpRequest, pk: int) -> HttpResponse:
+    """The side panel: the item as the review page shows it, as an HTML fragment."""
+    if not in_id_range(pk):
+        raise Http404("No such review item.")
+    item = get_object_or_404(ReviewItem, pk=pk)
+    try:
+        ctx = explorer_panel.panel_context(request.user, item)
+    except explorer_panel.PanelError as exc:
+        raise PermissionDenied(str(exc)) from exc
+    return render(request, "curation/_explore_panel.html", ctx)
+
+
+@require_POST
+@role_required(ADMIN)
+def gold(request: HttpRequest, pk: int) -> HttpResponse:
+    """The explorer's gold toggle: expected = accept | reject marks, empty unmarks."""
+    if not in_id_range(pk):
+        raise Http404("No such review item.")
+    item = get_object_or_404(ReviewItem, pk=pk)
+    back = request.POST.get("next") or ""
+    if not back.startswith(reverse("curation:explore", args=[item.stage])):
+        back = reverse("curation:explore", args=[item.stage])
+    expected = request.POST.get("expected", "")
+    if expected not in ("", "accept", "reject"):
+        messages.error(request, "The known verdict must be accept or reject.")
+        return redirect(back)
+    try:
+        done = explorer_panel.gold_toggle(actor=request.user, item_id=item.pk, expected=expected)
+    except explorer_panel.PanelError as exc:
+        messages.error(request, f"{item}: {exc}")
+    else:
+        messages.success(request, f"{item}: {done}.")
     return redirect(back)

@@ -98,16 +98,18 @@ def _ancestor_sql(stage: str) -> tuple[str, list[tuple[str, str]]]:
 
 
 def blocked_above(stage: str, object_id: int) -> bool:
-    """True when a reviewable ancestor has been rejected (one query: an index probe per ancestor)."""
+    """True when a reviewable ancestor has been rejected or is excluded (one query: an index probe
+    per ancestor). An ancestor excluded by a rejection further up is also this artifact's
+    ancestor, so "excluded" adds only the ancestors withheld in the explorer."""
     if stage == ReviewStage.PROCEDURE:
         return False
     source, ups = _ancestor_sql(stage)
     probes = " OR ".join(
         f"EXISTS (SELECT 1 FROM {_ITEMS} r WHERE r.stage = %s AND r.object_id = {col}"
-        " AND r.state = %s AND r.decision = %s)" for _s, col in ups)
+        " AND ((r.state = %s AND r.decision = %s) OR r.excluded = %s))" for _s, col in ups)
     params: list = []
     for s, _col in ups:
-        params += [s, ItemState.DECIDED, Verdict.REJECT]
+        params += [s, ItemState.DECIDED, Verdict.REJECT, True]
     with connection.cursor() as cursor:
         prepared_execute(cursor, f"SELECT {probes} FROM {source} WHERE a.id = %s", params + [object_id])
         row = cursor.fetchone()
@@ -174,14 +176,21 @@ def _recompute(stage: str, ids: list[int], blocked: bool, summary: Counter, acto
         _run(cursor, f"SELECT id FROM {model._meta.db_table} WHERE id IN {_in(ids)} AND status IN (%s, %s)",
              [*ids, *_STOPS], ids)
         stopped_before = {row[0] for row in cursor.fetchall()}
-        _run(cursor, f"SELECT object_id, decision FROM {_ITEMS} WHERE stage = %s AND object_id IN {_in(ids)}"
-             " AND state = %s", [stage, *ids, ItemState.DECIDED], ids)
-        decisions = dict(cursor.fetchall())
+        _run(cursor, f"SELECT object_id, decision, withheld FROM {_ITEMS} WHERE stage = %s AND object_id IN {_in(ids)}"
+             " AND (state = %s OR withheld = %s)", [stage, *ids, ItemState.DECIDED, True], ids)
+        rows = cursor.fetchall()
+    decisions = {oid: d for oid, d, _w in rows}
+    # Withheld in the explorer: excluded, with its descendants, whatever its ancestors say.
+    withheld = [oid for oid, _d, w in rows if w] if not blocked else []
     if blocked:
         groups = {CurationStatus.EXCLUDED: ids}
     else:
-        groups = {CurationStatus.ACCEPTED: [], CurationStatus.REJECTED: [], CurationStatus.PENDING: []}
+        groups = {CurationStatus.ACCEPTED: [], CurationStatus.REJECTED: [], CurationStatus.PENDING: [],
+                  CurationStatus.EXCLUDED: withheld}
+        held = set(withheld)
         for oid in ids:
+            if oid in held:
+                continue
             d = decisions.get(oid)
             key = {Verdict.ACCEPT: CurationStatus.ACCEPTED, Verdict.REJECT: CurationStatus.REJECTED}.get(d, CurationStatus.PENDING)
             groups[key].append(oid)
@@ -200,8 +209,13 @@ def _recompute(stage: str, ids: list[int], blocked: bool, summary: Counter, acto
             test_status = {CurationStatus.ACCEPTED: CurationStatus.ACCEPTED, CurationStatus.PENDING: CurationStatus.PENDING}.get(
                 status, CurationStatus.EXCLUDED)
             _set_status(Test, "conversation_id", group, test_status, summary)
-    _items_set_excluded(stage, ids, blocked, summary, actor)
-    stopped = set(ids) if blocked else set(groups[CurationStatus.REJECTED])
+    if withheld:
+        _items_set_excluded(stage, withheld, True, summary, actor)
+        held = set(withheld)
+        _items_set_excluded(stage, [i for i in ids if i not in held], blocked, summary, actor)
+    else:
+        _items_set_excluded(stage, ids, blocked, summary, actor)
+    stopped = set(ids) if blocked else set(groups[CurationStatus.REJECTED]) | set(withheld)
     # Only the subtrees whose parent changed between stopping and not stopping are recomputed:
     # accepting a pending item (the usual consensus) touches nothing below it.
     flipped = [i for i in ids if (i in stopped) != (i in stopped_before)]
@@ -218,6 +232,8 @@ def _items_set_excluded(stage: str, ids: list[int], blocked: bool, summary: Coun
     out of curation. The workflow columns (state, decision, reviews) stay as they are: restoring
     puts the item back in the queue or on the adjudication list exactly where it was.
     """
+    if not ids:
+        return
     with connection.cursor() as cursor:
         _run(cursor, f"SELECT id, state, decision, review_count FROM {_ITEMS} WHERE stage = %s"
              f" AND object_id IN {_in(ids)} AND excluded <> %s", [stage, *ids, blocked], ids)
@@ -298,7 +314,8 @@ def items_sync() -> int:
     concurrent runs create each item once.
     """
     global _last_sync
-    any_rejected = ReviewItem.objects.filter(state=ItemState.DECIDED, decision=Verdict.REJECT).exists()
+    any_rejected = ReviewItem.objects.filter(models.Q(state=ItemState.DECIDED, decision=Verdict.REJECT)
+                                             | models.Q(excluded=True)).exists()
     created = 0
     for stage, model in STAGE_MODELS.items():
         existing = ReviewItem.objects.filter(stage=stage).values("object_id")

@@ -243,7 +243,7 @@ def reviews_visible_to(user) -> QuerySet[Review]:
     Admins see everything. Everyone sees their own reviews. Nobody else sees another annotator's
     verdict while they could still act on it: adjudicators see verdicts once every review is in
     (and not on items they reviewed themselves until decided, since undo stays possible);
-    researchers and annotators see them only on decided items (annotators: items they reviewed).
+    researchers see them on decided items; annotators never see another annotator's verdict.
     """
     roles = user_roles(user)
     if not roles and not getattr(user, "is_authenticated", False):
@@ -256,7 +256,8 @@ def reviews_visible_to(user) -> QuerySet[Review]:
         visible |= Q(item__state=ItemState.DECIDED) | (Q(item__state=ItemState.DISAGREEMENT) & ~Exists(mine))
     if RESEARCHER in roles:
         visible |= Q(item__state=ItemState.DECIDED)
-    visible |= Q(item__state=ItemState.DECIDED) & Exists(mine)
+    # An annotator (who is neither) sees their own reviews only: seeing the others' once an
+    # item is decided would tell an agreement (decided at once) from a disagreement (later).
     return Review.objects.filter(visible)
 
 

@@ -5,7 +5,8 @@ decision) and, separately, whether a rejected ancestor took it out of curation (
 Pages, counts, releases and the API never read those two columns on their own: they ask this
 module, so an excluded item is never "awaiting adjudication" on one page and "excluded" on another.
 
-    excluded                      → EXCLUDED  (reason: the rejected ancestor)
+    excluded                      → EXCLUDED  (reason: the rejected ancestor, or withheld in the
+                                               explorer: ``withheld``, kept through the cascade)
     state = decided, accept       → ACCEPTED
     state = decided, reject       → REJECTED
     state = disagreement          → AWAITING  (adjudication)
@@ -71,8 +72,12 @@ def items_in(state: str, stage: str | None = None):
     return qs.filter(stage=stage) if stage else qs
 
 
+WITHHELD_LABEL = "Excluded (withheld in the explorer)"
+
+
 def exclusion_reason(item: ReviewItem) -> str:
-    """Which rejected ancestor excludes the item ("" when it is not excluded)."""
+    """Why the item is excluded: the rejected (or withheld) ancestors, or its own withholding
+    ("" when it is not excluded)."""
     if not item.excluded:
         return ""
     from curation.reviews.lineage import ancestors
@@ -82,11 +87,41 @@ def exclusion_reason(item: ReviewItem) -> str:
     for s, oid in rows:
         q |= Q(stage=s, object_id=oid)
     labels = dict(ReviewStage.choices)
-    rejected = [f"{labels[r.stage]} #{r.object_id}" for r in ReviewItem.objects.filter(q, effective_q(Effective.REJECTED))]
-    return "Ancestor rejected: " + ", ".join(rejected) if rejected else "Ancestor rejected"
+    above = ReviewItem.objects.filter(q).filter(effective_q(Effective.REJECTED) | Q(withheld=True)).order_by("id")
+    rejected = [f"{labels[r.stage]} #{r.object_id}" for r in above if not r.withheld]
+    withheld = [f"{labels[r.stage]} #{r.object_id}" for r in above if r.withheld]
+    parts = []
+    if rejected:
+        parts.append("Ancestor rejected: " + ", ".join(rejected))
+    if withheld:
+        parts.append("Ancestor withheld in the explorer: " + ", ".join(withheld))
+    if item.withheld:
+        parts.append("Withheld in the explorer")
+    return "; ".join(parts) or "Ancestor rejected"
 
 
 def describe(item: ReviewItem) -> dict[str, str]:
     """{"state": ..., "label": ..., "reason": ...} for pages and the API."""
     state = effective_of(item)
-    return {"state": str(state), "label": Effective(state).label, "reason": exclusion_reason(item)}
+    label = WITHHELD_LABEL if state == Effective.EXCLUDED and item.withheld else Effective(state).label
+    return {"state": str(state), "label": label, "reason": exclusion_reason(item)}
+
+
+def describe_short(item: ReviewItem) -> dict[str, str]:
+    """describe() without the reason (no query): for lists."""
+    state = effective_of(item)
+    label = WITHHELD_LABEL if state == Effective.EXCLUDED and item.withheld else Effective(state).label
+    return {"state": str(state), "label": label}
+
+
+# What an annotator may see of an item they reviewed: whether it still waits for reviews, never
+# how the others voted. Accepted-on-agreement and awaiting-adjudication read the same.
+BLIND_LABELS = {Effective.OPEN: "Waiting for other reviews", Effective.AWAITING: "All reviews in",
+                Effective.ACCEPTED: "All reviews in", Effective.REJECTED: "All reviews in",
+                Effective.EXCLUDED: "Excluded"}
+
+
+def describe_blind(item: ReviewItem) -> dict[str, str]:
+    state = effective_of(item)
+    return {"state": "complete" if BLIND_LABELS[state] == "All reviews in" else str(state),
+            "label": BLIND_LABELS[state], "reason": ""}

@@ -23,7 +23,8 @@ from curation.reviews import services
 from curation.reviews.audit import audit_page
 from curation.reviews.forms import ResolveForm, ReviewForm, SkipForm
 from curation.reviews.present import item_context, stage_fragments
-from curation.reviews.state import describe
+from curation.reviews.state import describe, describe_short
+from generation.models import CurationStatus
 
 
 def _next_or_queue(request: HttpRequest, stage: str) -> HttpResponse:
@@ -96,6 +97,14 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
         can_change = own is not None and item.state == ItemState.OPEN and not item.excluded
         ctx.update({"thread": discussion.thread(request.user, item), "can_change": can_change,
                     "change_reasons": guidance.reason_codes(item.stage) if can_change else []})
+    if not ctx["show_disagreement"] and item.state == ItemState.DECIDED and not has_role(request.user, ADMIN):
+        # Shown as "All reviews in", like a disputed item, and its artifact as pending: "Decided"
+        # or "Accepted" right after one's verdict would mean the others agreed (the page's
+        # copies only; nothing is saved).
+        item.state = ItemState.DISAGREEMENT
+        artifact = ctx.get("artifact")
+        if artifact is not None and artifact.status in (CurationStatus.ACCEPTED, CurationStatus.REJECTED):
+            artifact.status = CurationStatus.PENDING
     return render(request, "curation/review.html", ctx)
 
 
@@ -113,14 +122,19 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("curation:review", pk=pk)
     try:
         # issue #16: the verdict with its flags, time spent and guideline version
-        guidance.review_submit_flagged(
+        review = guidance.review_submit_flagged(
             annotator=request.user, item_id=pk, verdict=form.cleaned_data["verdict"],
             reason_codes=form.cleaned_data["reason_codes"], comment=form.cleaned_data["comment"],
             flags=form.cleaned_data.get("flags"))
     except services.CurationError as exc:
         messages.error(request, str(exc))
         return redirect("curation:queue")
-    messages.success(request, f"Verdict saved for {item}. Press u to undo.")
+    # Undo works while the item still waits for reviews; after the last one it is gone, and
+    # the flash must not offer it (it says nothing of how the others voted either way).
+    # (The review's item is the row the service locked and updated: no query.)
+    still_open = review.item.state == ItemState.OPEN and not review.item.excluded
+    messages.success(request, f"Verdict saved for {item}. Press u to undo." if still_open
+                     else f"Verdict saved for {item}; all its reviews are in.")
     return _next_or_queue(request, item.stage)
 
 
@@ -164,7 +178,9 @@ def adjudication(request: HttpRequest) -> HttpResponse:
         stage = None
     return render(request, "curation/adjudication.html", {
         "items": services.adjudication_queue(stage=stage)[:200],
-        "recent": ReviewItem.objects.filter(state=ItemState.DECIDED).order_by("-decided_at", "-id")[:30],
+        # Each with its effective state: a decided item under a rejected ancestor reads "excluded".
+        "recent": [(it, describe_short(it)) for it in
+                   ReviewItem.objects.filter(state=ItemState.DECIDED).order_by("-decided_at", "-id")[:30]],
         "stage": stage, "stages": ReviewStage.choices,
     })
 
@@ -174,10 +190,12 @@ def adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method not in ("GET", "POST"):
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     item = get_object_or_404(ReviewItem, pk=pk)
-    if item.state == ItemState.OPEN:
-        # Reviews of an open item are still blind to everyone but admins.
+    still_open = item.state == ItemState.OPEN
+    if still_open and request.method == "POST":
         messages.error(request, f"{item} is still being reviewed.")
-        return redirect("curation:adjudication")
+        return redirect("curation:adjudicate", pk=pk)
+    # issue #31: an open item's content opens read-only; its verdicts stay blind (reviews_visible_to
+    # gives an adjudicator only their own on an open item, an admin all).
     form = ResolveForm(request.POST or None)
     if request.method == "POST":
         if form.is_valid():
@@ -195,7 +213,8 @@ def adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
         "form": form, "show_names": request.GET.get("names") == "1",
         "reviews": services.reviews_visible_to(request.user).filter(item=item).select_related("annotator").order_by("id"),
         "resolution": getattr(item, "resolution", None),
-        "may_decide": services.may_adjudicate(request.user, item) and not item.excluded,
+        "may_decide": services.may_adjudicate(request.user, item) and not item.excluded and not still_open,
+        "still_open": still_open,
         "effective": describe(item),
         "cascade": services.descendant_statuses(item),
         "history": item.audit.select_related("actor").order_by("at", "id"),

@@ -157,6 +157,8 @@ class StageProgress(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = "stage progress"
+        verbose_name_plural = "stage progress"  # not Django's "stage progresss"
         constraints = [
             models.UniqueConstraint(fields=["job", "stage"], name="progress_unique_job_stage"),
             models.CheckConstraint(condition=Q(stage__in=Stage.values), name="progress_stage_valid"),

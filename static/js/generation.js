@@ -8,7 +8,13 @@
     var state = el.querySelector(".poll-state");
     return state && state.getAttribute("data-active") === "1";
   }
+  // A "job queued" flash is stale once the work is over.
+  function dropStaleFlash(el) {
+    if (active(el)) return;
+    document.querySelectorAll(".messages li.job-queued").forEach(function (li) { li.remove(); });
+  }
   function poll(el) {
+    dropStaleFlash(el);
     if (!active(el)) return;
     window.setTimeout(function () {
       fetch(el.getAttribute("data-poll-url"), { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })

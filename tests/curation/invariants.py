@@ -11,7 +11,8 @@ from collections import Counter, defaultdict
 from django.utils import timezone
 
 from curation.agreement import services as agreement
-from curation.models import Claim, ItemState, Release, Review, ReviewItem, ReviewStage, Verdict
+from curation.guidance.services import gold_tests_q
+from curation.models import Claim, GoldItem, ItemState, Release, Review, ReviewItem, ReviewStage, Verdict
 from curation.reviews import queue, services
 from curation.reviews.lineage import STAGE_MODELS, ancestors
 from curation.reviews.state import Effective, effective_of
@@ -39,11 +40,15 @@ def check_all(annotators, release: Release | None = None) -> None:
         assert (item.state == ItemState.OPEN) == (len(verdicts) < item.required_reviews), item
         # Never more reviews + active claims than required.
         assert len(verdicts) + active[item.pk] <= item.required_reviews, (item, verdicts, active[item.pk])
-        # Excluded exactly when a reviewable ancestor was rejected.
-        rejected_above = any(
-            (a := by_target.get(t)) is not None and a.state == ItemState.DECIDED and a.decision == Verdict.REJECT
-            for t in ancestors(item.stage, item.object_id))
-        assert item.excluded == rejected_above, (item, item.excluded, rejected_above)
+        # Excluded exactly when a reviewable ancestor was rejected, or it or an ancestor was
+        # withheld in the explorer.
+        above = [a for t in ancestors(item.stage, item.object_id) if (a := by_target.get(t)) is not None]
+        rejected_above = any(a.state == ItemState.DECIDED and a.decision == Verdict.REJECT for a in above)
+        withheld = item.withheld or any(a.withheld for a in above)
+        assert item.excluded == (rejected_above or withheld), (item, item.excluded, rejected_above, withheld)
+        # Never Accepted (nor open, awaiting or rejected) under a rejected ancestor.
+        if rejected_above:
+            assert effective_of(item) == Effective.EXCLUDED, (item, effective_of(item))
 
     # No claim at all on an item that is not effectively open (the cascade closes them).
     for claim in Claim.objects.all():
@@ -93,12 +98,16 @@ def check_all(annotators, release: Release | None = None) -> None:
         want_progress[key + ("accepts",)] += verdict == Verdict.ACCEPT
     assert +progress == +want_progress
 
-    # Agreement counts: complete items and their reviews.
+    # Agreement counts: complete items and their reviews, neither excluded nor gold; the excluded
+    # ones are counted apart (the page says how many were left out).
+    gold = set(GoldItem.objects.values_list("item_id", flat=True))
     for stage in ReviewStage.values:
-        complete = [i for i in items.values() if i.stage == stage and i.state != ItemState.OPEN]
+        complete = [i for i in items.values() if i.stage == stage and i.state != ItemState.OPEN and i.pk not in gold]
+        live = [i for i in complete if not i.excluded]
         figures = agreement.agreement_for_stage(stage)
-        assert figures["items"] == len(complete)
-        assert figures["reviews"] == sum(len(per_item[i.pk]) for i in complete)
+        assert figures["items"] == len(live), (stage, figures["items"], len(live))
+        assert figures["reviews"] == sum(len(per_item[i.pk]) for i in live)
+        assert figures["excluded"] == len(complete) - len(live)
 
     # Artifact statuses follow the items' effective state; curated tests are exactly the tests of
     # accepted, non-excluded conversations.
@@ -114,4 +123,6 @@ def check_all(annotators, release: Release | None = None) -> None:
     accepted_tests = set(Test.objects.filter(conversation_id__in=accepted_convs).values_list("pk", flat=True))
     assert set(services.curated_tests().values_list("pk", flat=True)) == accepted_tests
     if release is not None:
-        assert set(release.entries.values_list("test_id", flat=True)) == accepted_tests
+        # Gold items and everything below them never ship.
+        gold_tests = set(Test.objects.filter(gold_tests_q()).values_list("pk", flat=True))
+        assert set(release.entries.values_list("test_id", flat=True)) == accepted_tests - gold_tests

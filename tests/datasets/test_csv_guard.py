@@ -23,6 +23,14 @@ def test_formula_safe_quotes_every_formula_start(text):
     assert formula_safe("plain = text") == "plain = text"
 
 
+@pytest.mark.parametrize("number", ["-0.4000", "-1", "-12.5", "-1e-05", "-.5"])
+def test_a_negative_number_is_written_plainly(number):
+    """analytics.csv wrote κ = -0.4 as '-0.4000 (issue #31): a number is not a formula."""
+    assert formula_safe(number) == number
+    assert spreadsheet_safe({"k": number}) == {"k": number}
+    assert formula_safe(number + "+cmd") == "'" + number + "+cmd"
+
+
 def _cells(text: str) -> list[str]:
     return [cell for row in csv.reader(io.StringIO(text)) for cell in row]
 

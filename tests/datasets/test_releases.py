@@ -123,7 +123,7 @@ def test_csv_export_is_one_row_per_test(imported, researcher):
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == Test.objects.count()
     call = next(r for r in rows if r["expected_type"] == "api_call")
-    assert call["expected_output"].startswith(call["expected_api_name"] + "(")
+    assert call["expected_content"].startswith(call["expected_api_name"] + "(")
     assert json.loads(call["expected_parameters"]) == Test.objects.get(pk=call["test_id"]).expected_parameters
     assert json.loads(call["apis"])[0]["name"] == "track_parcel"
     assert json.loads(call["context"])[0]["role"] == "user"
@@ -258,7 +258,7 @@ def test_csv_writer_round_trips_through_the_csv_module(rows):
         assert json.loads(cell["apis"]) == d["apis"]
         exp = d["expected"]
         if exp["type"] == "reply":
-            assert cell["expected_output"] == formula_safe(exp["content"])  # a leading = + - @ TAB CR is defused
+            assert cell["expected_content"] == formula_safe(exp["content"])  # a leading = + - @ TAB CR is defused
         else:
             assert json.loads(cell["expected_parameters"]) == exp["parameters"]
         assert cell["noise_kinds"] == ",".join(d["noise_kinds"])

@@ -9,7 +9,7 @@ from evaluation.models import AgentMode, RunStatus
 from tests.evaluation.conftest import EXPECTED, scripted_agent
 from tests.fake_openai import fake_openai, openai_settings  # noqa: F401 - fixtures
 
-pytestmark = pytest.mark.skipif(not S.bertscore_available(), reason="ML extra (requirements-ml.txt) not installed")
+pytestmark = pytest.mark.skipif(not S.bertscore_available(), reason="ML extra (requirements/ml.lock) not installed")
 
 
 def test_bertscore_scores_offline_from_the_packaged_model(monkeypatch):

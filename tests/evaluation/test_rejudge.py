@@ -152,7 +152,7 @@ def test_rejudge_through_the_page(client, researcher, personas, near_run, django
     assert EvaluationRun.objects.filter(rejudged_from=near_run).count() == 1
 
 
-@pytest.mark.skipif(not S.bertscore_available(), reason="ML extra (requirements-ml.txt) not installed")
+@pytest.mark.skipif(not S.bertscore_available(), reason="ML extra (requirements/ml.lock) not installed")
 def test_batched_bertscore_rejudgement_matches_the_per_test_scores(small_release, fake_openai, openai_settings):
     """The lanes score one pair at a time; a re-judgement embeds a whole batch at once, sorted and
     padded by token length. Both must give the same F1 (bf16 padding noise aside) and metrics."""

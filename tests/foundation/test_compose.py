@@ -23,7 +23,7 @@ def command_words(service: dict) -> list[str]:
 
 def test_services_and_volume():
     compose = load()
-    assert set(compose["services"]) == {"postgres", "redis", "web", "worker"}
+    assert set(compose["services"]) == {"postgres", "redis", "web", "worker", "webhooks"}
     assert "pgdata" in compose["volumes"]
     assert "pgdata:/var/lib/postgresql/data" in compose["services"]["postgres"]["volumes"]
     for name, service in compose["services"].items():
@@ -32,7 +32,7 @@ def test_services_and_volume():
 
 def test_app_services_point_at_postgres_and_redis():
     compose = load()
-    for name in ("web", "worker"):
+    for name in ("web", "worker", "webhooks"):
         service = compose["services"][name]
         env = service["environment"]
         assert env["DATABASE_URL"].startswith("postgres://") and "@postgres:5432/" in env["DATABASE_URL"]
@@ -41,6 +41,14 @@ def test_app_services_point_at_postgres_and_redis():
         assert service["build"] == "."
         assert set(service["depends_on"]) == {"postgres", "redis"}
         assert all(dep["condition"] == "service_healthy" for dep in service["depends_on"].values())
+
+
+def test_webhook_deliveries_have_their_own_worker():
+    compose = load()
+    hooks = command_words(compose["services"]["webhooks"])
+    assert hooks[hooks.index("-Q") + 1] == "webhooks"
+    worker = command_words(compose["services"]["worker"])
+    assert "webhooks" not in (worker[worker.index("-Q") + 1] if "-Q" in worker else "celery").split(",")
 
 
 def _module_exists(dotted: str) -> bool:
@@ -64,8 +72,11 @@ def test_entry_points_exist():
     assert "worker" in worker
 
 
-def test_dockerfile_installs_graphviz_and_requirements():
+def test_dockerfile_installs_graphviz_and_the_runtime_lock_only():
     text = (REPO / "Dockerfile").read_text()
     assert "graphviz" in text
-    assert "requirements.txt" in text
     assert "FROM python:3.11" in text
+    installs = [line for line in text.splitlines() if "pip install" in line]
+    assert installs and all("--require-hashes" in line for line in installs), installs
+    locks = {word for line in installs for word in line.split() if word.endswith(".lock")}
+    assert locks == {"requirements/runtime.lock"}, locks  # no test tools, no ML extra in the image

@@ -135,11 +135,21 @@ def test_outsider_home_explains_missing_role(client, outsider):
 ])
 def test_admin_site_only_for_admin_role(client, personas, persona, allowed):
     client.force_login(personas[persona])
-    response = client.get("/admin/generation/intent/")
+    for url in ("/admin/", "/admin/generation/intent/", "/admin/login/"):
+        response = client.get(url)
+        if allowed:
+            assert response.status_code == (302 if url == "/admin/login/" else 200), url
+        else:
+            # A logged-in user without the role gets a 403, not the admin's login form (issue #31).
+            assert response.status_code == 403, (url, response.status_code)
     if allowed:
-        assert response.status_code == 200
-    else:
-        assert response.status_code == 302 and "/admin/login/" in response["Location"]
+        index = client.get("/admin/").content.decode()
+        assert "Stage progress<" in index and "progresss" not in index
+
+
+def test_admin_site_sends_anonymous_to_its_login(client):
+    response = client.get("/admin/generation/intent/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
 
 
 def test_admin_site_lists_every_model(client, admin_user):

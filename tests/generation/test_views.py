@@ -33,7 +33,7 @@ def pages(job: GenerationJob) -> list[str]:
             reverse("generation:job_fragment", args=[job.pk]), reverse("generation:llm_call", args=[job.pk, call.pk])]
     urls += [reverse("generation:items", args=[job.pk, s]) for s in
              ("intents", "procedures", "apis", "flowgraph", "conversation_graph", "paths", "conversations", "tests")]
-    for kind, model in (("flowgraph", Flowgraph), ("conversation-graph", ConversationGraph), ("path", SampledPath),
+    for kind, model in (("flowgraph", Flowgraph), ("conversation_graph", ConversationGraph), ("path", SampledPath),
                         ("test", Test)):
         urls.append(reverse("generation:item", args=[kind, model.objects.filter(job=job).first().pk]))
     from generation.models import Api, Conversation, Intent, Procedure
@@ -134,7 +134,7 @@ def test_graph_svg_is_cached_and_graphviz_missing_is_explained(client, admin_use
     import generation.pipeline.render as render
 
     monkeypatch.setattr(render.shutil, "which", lambda name: None)
-    page = client.get(reverse("generation:item", args=["conversation-graph", cg.pk])).content.decode()
+    page = client.get(reverse("generation:item", args=["conversation_graph", cg.pk])).content.decode()
     assert "Graphviz is not installed" in page
     # the cached picture still shows
     assert "<svg" in client.get(reverse("generation:item", args=["flowgraph", fg.pk])).content.decode()

@@ -29,7 +29,7 @@ def test_coverage_drawing_and_fill_the_gaps(browser, live_server, admin_user, an
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = login(browser, live_server, admin_user.username)
     page.set_viewport_size({"width": 1400, "height": 900})
-    page.goto(f"{live_server.url}/generation/items/conversation-graph/{cg.pk}/")
+    page.goto(f"{live_server.url}/generation/items/conversation_graph/{cg.pk}/")
     section = page.locator("#coverage")
     assert section.locator("svg g.edge.uncovered").count() >= 1
     assert section.locator("svg g.edge.covered").count() >= 1

@@ -25,7 +25,7 @@ def gappy_graph(annotator_a, annotator_b):
 
 def test_graph_page_draws_coverage_with_legend_and_fill_form(client, admin_user, gappy_graph):
     client.force_login(admin_user)
-    r = client.get(reverse("generation:item", args=["conversation-graph", gappy_graph.pk]))
+    r = client.get(reverse("generation:item", args=["conversation_graph", gappy_graph.pk]))
     body = r.content.decode()
     assert r.status_code == 200
     assert "Coverage by accepted conversations" in body and "not covered" in body
@@ -43,7 +43,7 @@ def test_fill_graph_launches_a_gap_job(client, admin_user, gappy_graph):
     assert GapFill.objects.filter(job=job).exists() and job.config["start"] == "paths"
     page = client.get(r["Location"]).content.decode()
     assert "Coverage and economics" in page and "Edge coverage" in page
-    assert "1 (0 fully covered by accepted conversations)" in page  # the gap job's graph, before it runs
+    assert "1 conversation graph (0 fully covered by accepted conversations)" in page  # the gap job's graph, before it runs
 
 
 def test_fill_job_and_bad_input(client, admin_user, gappy_graph):

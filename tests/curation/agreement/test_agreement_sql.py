@@ -25,7 +25,9 @@ COMPLETE = (ItemState.DISAGREEMENT, ItemState.DECIDED)
 
 def reference(stage: str) -> dict:
     """The former Python computation over every review row (kept here as the oracle)."""
-    rows = list(Review.objects.filter(item__stage=stage, item__state__in=COMPLETE, item__gold__isnull=True)
+    # Excluded items (a rejected ancestor) are out of curation: not agreement data (issue #31).
+    rows = list(Review.objects.filter(item__stage=stage, item__state__in=COMPLETE, item__gold__isnull=True,
+                                      item__excluded=False)
                 .order_by("item_id", "id").values_list("item_id", "annotator_id", "verdict"))
     by_item = defaultdict(list)
     for item_id, annotator_id, verdict in rows:
@@ -40,10 +42,11 @@ def reference(stage: str) -> dict:
     for reviews in by_item.values():
         for (a, va), (b, vb) in combinations(sorted(reviews, key=lambda r: names[r[0]]), 2):
             pair_items[(a, b)].append((va, vb))
-    pairs = [{"a": names[a], "b": names[b], "n": len(p), "percent": percent_agreement(p).as_dict(),
+    pairs = [{"a": names[a], "b": names[b], "n": len(p), "disagreements": sum(va != vb for va, vb in p), "percent": percent_agreement(p).as_dict(),
               "kappa": cohen_kappa(p).as_dict(), "alpha": krippendorff_alpha_nominal([list(x) for x in p]).as_dict()}
              for (a, b), p in sorted(pair_items.items(), key=lambda kv: (names[kv[0][0]], names[kv[0][1]]))]
-    return {"items": len(by_item), "reviews": len(rows), "overall": overall, "pairs": pairs}
+    excluded = ReviewItem.objects.filter(stage=stage, state__in=COMPLETE, gold__isnull=True, excluded=True).count()
+    return {"items": len(by_item), "reviews": len(rows), "overall": overall, "pairs": pairs, "excluded": excluded}
 
 
 def close(a, b) -> bool:
@@ -69,7 +72,7 @@ def populate(seed: int, n_items: int = 60) -> list[User]:
         item = ReviewItem.objects.create(
             stage=rng.choice(ReviewStage.values), object_id=seed * 10_000 + k, required_reviews=required,
             state=state, decision="accept" if decided else "", decided_at=now if decided else None,
-            review_count=n_reviews)
+            review_count=n_reviews, excluded=rng.random() < 0.15)
         for user in rng.sample(users, n_reviews):
             Review.objects.create(item=item, annotator=user, verdict=rng.choice(["accept", "accept", "reject"]))
         if rng.random() < 0.08:

@@ -135,3 +135,31 @@ def test_state_filters_read_the_effective_state(client, world, adjudicator):
     assert ReviewItem.objects.get(pk=fg1.pk).state == ItemState.DISAGREEMENT
     assert _ids(client, state="disagreement") == []
     assert _ids(client, state="excluded") == [fg1.pk]
+
+
+def test_include_again_under_a_rejected_ancestor_is_refused_with_the_reason(adjudicator, annotator_a, annotator_b):
+    """Issue #31: it made an excluded conversation Accepted, counted, and a gold seeding source."""
+    from generation.models import Conversation, CurationStatus
+
+    lin = build_lineage(conversations=1, seed=3)
+    services.items_sync()
+    conv = ReviewItem.objects.get(stage=ReviewStage.CONVERSATION, object_id=lin.conversations[0].pk)
+    fg = ReviewItem.objects.get(stage=ReviewStage.FLOWGRAPH, object_id=lin.flowgraph.pk)
+    for user in (annotator_a, annotator_b):
+        _review(user, conv, "accept")
+    for user in (annotator_a, annotator_b):
+        _review(user, fg, "reject", ["FG-ROOT"])
+    conv.refresh_from_db()
+    assert conv.excluded and conv.decision == "accept"
+    result = explorer.items_bulk(actor=adjudicator, stage=ReviewStage.CONVERSATION, item_ids=[conv.pk], action="include")
+    assert result["done"] == 0 and result["refused"] == [
+        f"{conv}: Ancestor rejected: Flowgraph #{lin.flowgraph.pk}; include that one again first."]
+    conv.refresh_from_db()
+    assert conv.excluded and Conversation.objects.get(pk=conv.object_id).status == CurationStatus.EXCLUDED
+    # Withheld by hand, then included again: back where it was, with what lies below it.
+    fg2 = ReviewItem.objects.filter(stage=ReviewStage.PROCEDURE).first()
+    explorer.items_bulk(actor=adjudicator, stage=ReviewStage.PROCEDURE, item_ids=[fg2.pk], action="exclude")
+    assert ReviewItem.objects.filter(excluded=False).count() == 0
+    explorer.items_bulk(actor=adjudicator, stage=ReviewStage.PROCEDURE, item_ids=[fg2.pk], action="include")
+    assert set(ReviewItem.objects.filter(excluded=True).values_list("pk", flat=True)) == {conv.pk} | set(
+        ReviewItem.objects.filter(stage=ReviewStage.CONVERSATION_GRAPH).values_list("pk", flat=True))

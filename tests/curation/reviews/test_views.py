@@ -162,10 +162,16 @@ def test_adjudicate_by_role(client, world, role):
     assert 'id="cascade"' in page and "excluded" in page
 
 
-def test_open_items_are_not_shown_on_the_adjudication_page(client, world):
+def test_open_items_open_read_only_on_the_adjudication_page(client, world):
+    # Issue #31: an adjudicator may read an item still taking reviews, never decide it or see its verdicts.
     client.login(username="adjudicator", password=PASSWORD)
-    resp = client.get(reverse("curation:adjudicate", args=[world["fg"].pk]))
-    assert resp.status_code == 302
+    url = reverse("curation:adjudicate", args=[world["fg"].pk])
+    resp = client.get(url)
+    page = resp.content.decode()
+    assert resp.status_code == 200 and 'id="still-open"' in page and 'id="resolve-form"' not in page
+    assert "review-box" not in page
+    assert client.post(url, {"decision": "accept", "note": "x"}).status_code == 302
+    assert ReviewItem.objects.get(pk=world["fg"].pk).state == ItemState.OPEN
 
 
 def test_agreement_csv_only_complete_items(client, world):
@@ -185,7 +191,7 @@ def test_admin_site_is_closed_to_every_role_but_admin(client, world):
         client.logout()
         login(client, world, role)
         resp = client.get(url)
-        assert resp.status_code == 302 and "/admin/login/" in resp["Location"], role
+        assert resp.status_code == 403 and b"result_list" not in resp.content, role
     client.logout()
     login(client, world, "admin")
     page = client.get(url).content.decode()
@@ -312,3 +318,19 @@ def test_highlighted_svg_cache_key_follows_the_row_not_only_its_id(lineage, monk
 
 def test_default_cache_is_shared_between_processes(settings):
     assert "locmem" not in settings.CACHES["default"]["BACKEND"].lower()
+
+
+def test_undo_flash_only_while_the_item_waits_for_reviews(client, world):
+    """The first verdict's flash offers `u`; the verdict that completes the item does not (issue #31)."""
+    fg = world["fg"]
+    login(client, world, "annotator")
+    resp = client.post(reverse("curation:submit", args=[fg.pk]), {"verdict": "accept"}, follow=True)
+    assert "Press u to undo" in resp.content.decode()
+    client.logout()
+    services.review_claim_next(annotator=world["annotator_b"], stage=ReviewStage.FLOWGRAPH)
+    login(client, world, "annotator_b")
+    resp = client.post(reverse("curation:submit", args=[fg.pk]), {"verdict": "accept"}, follow=True)
+    body = resp.content.decode()
+    assert "Press u to undo" not in body and "all its reviews are in" in body
+    queue = client.get(reverse("curation:queue")).content.decode()
+    assert "js/queue.js" in queue and 'id="undo-form"' not in queue

@@ -122,6 +122,6 @@ def test_a_conclusions_lineage_statements_run_prepared_on_postgres_and_long_list
         cursor.execute("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'almita_%%'")
         texts = [row[0] for row in cursor.fetchall()]
     assert any("UPDATE generation_flowgraph SET status = $1 WHERE id IN ($2)" in t for t in texts), texts
-    assert any("SELECT object_id, decision FROM curation_reviewitem" in t for t in texts), texts
+    assert any("SELECT object_id, decision, withheld FROM curation_reviewitem" in t for t in texts), texts
     assert any("EXISTS (SELECT 1 FROM curation_reviewitem r" in t for t in texts), texts
     assert not any("IN ($1, $2, $3, $4, $5, $6)" in t or "IN ($2, $3, $4, $5, $6, $7)" in t for t in texts), texts

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('curation', '0009_i28o_release_audit'),
+        ('curation', '0010_i31a_withheld'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
