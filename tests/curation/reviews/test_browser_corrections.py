@@ -63,6 +63,7 @@ def test_correct_flowgraph_node_and_conversation_turn(browser, live_server, anno
 
     j.goto(f"{live_server.url}/curation/adjudication/{cv_item.pk}/")
     assert "Review again" in j.locator("#correction-marks").inner_text()
+    shot(j, "adjudicate-marked")
     j.click("#btn-correct")
     j.wait_for_selector('html[data-correct-ready="1"]', state="attached")
     turns = j.locator("#turn-rows .turn-row")
