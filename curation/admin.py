@@ -104,3 +104,15 @@ class CommentAdmin(RoleModelAdmin):
 class NotificationAdmin(RoleModelAdmin):
     list_display = ("user", "kind", "item", "created_at", "read_at", "emailed_at")
     list_filter = ("kind",)
+
+
+@admin.register(m.ArtifactVersion, site=site)
+class ArtifactVersionAdmin(RoleModelAdmin):
+    list_display = ("stage", "object_id", "number", "change", "editor", "created_at")
+    list_filter = ("stage", "change")
+
+
+@admin.register(m.CorrectionMark, site=site)
+class CorrectionMarkAdmin(RoleModelAdmin):
+    list_display = ("stage", "object_id", "kind", "version", "created_at")
+    list_filter = ("stage", "kind")

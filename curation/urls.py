@@ -3,7 +3,7 @@ from django.urls import path
 from curation.agreement import views as analytics_views
 from curation.guidance import gold_views, guideline_views
 from curation.loop import views as loop_views
-from curation.reviews import discussion_views, explorer_views, views
+from curation.reviews import corrections_views, discussion_views, explorer_views, views
 
 app_name = "curation"
 urlpatterns = [
@@ -19,6 +19,9 @@ urlpatterns = [
     path("notifications/", discussion_views.notifications, name="notifications"),
     path("adjudication/", views.adjudication, name="adjudication"),
     path("adjudication/<int:pk>/", views.adjudicate, name="adjudicate"),
+    path("adjudication/<int:pk>/correct/", corrections_views.correct, name="correct"),  # issue #31 item 5
+    path("adjudication/<int:pk>/correct/check/", corrections_views.check, name="correct_check"),
+    path("adjudication/<int:pk>/correct/regenerate/", corrections_views.regenerate, name="correct_regenerate"),
     path("agreement/", views.agreement, name="agreement"),
     path("agreement/verdicts.csv", views.agreement_csv, name="agreement_csv"),
     path("progress/", views.progress, name="progress"),

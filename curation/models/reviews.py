@@ -171,6 +171,7 @@ class AuditEvent(models.Model):
         UNDO = "undo", "Undo"
         CHANGE = "change", "Verdict changed"
         COMMENT = "comment", "Comment"
+        CORRECT = "correct", "Corrected by an adjudicator"
         RESOLVE = "resolve", "Resolution"
         CASCADE = "cascade", "Cascade"
         EXCLUDE = "exclude", "Excluded by a rejected ancestor"

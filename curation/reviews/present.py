@@ -41,11 +41,16 @@ def _scoped(svg: str, prefix: str) -> str:
     return scope_svg_ids(svg, prefix)
 
 
+def highlighted_key(cg: ConversationGraph, path_nodes: list, conversation_id: int) -> str:
+    """The cache key of a conversation's highlighted drawing (a correction of the graph deletes it)."""
+    path_digest = hashlib.sha256(json.dumps([str(n) for n in path_nodes]).encode()).hexdigest()[:16]
+    return f"curation:svg3:cg{cg.pk}:{cg.created_at.timestamp():.6f}:cv{conversation_id}:{path_digest}"
+
+
 def highlighted_svg(cg: ConversationGraph, path_nodes: list, conversation_id: int) -> dict[str, Any]:
     # The cache outlives the database (a file cache shared by all processes): the row's creation
     # time and the path itself are in the key, so a reused primary key never finds an old drawing.
-    path_digest = hashlib.sha256(json.dumps([str(n) for n in path_nodes]).encode()).hexdigest()[:16]
-    key = f"curation:svg3:cg{cg.pk}:{cg.created_at.timestamp():.6f}:cv{conversation_id}:{path_digest}"
+    key = highlighted_key(cg, path_nodes, conversation_id)
     svg = cache.get(key)
     if svg is None:
         svg, error = graph_drawing(cg.data, highlight=list(path_nodes))

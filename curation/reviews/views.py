@@ -17,7 +17,7 @@ from curation.agreement import services as agreement_services
 from curation.guidance import services as guidance
 from curation.models import ItemState, ReviewItem, ReviewStage
 from curation.releases.services import csv_stream
-from curation.reviews import discussion
+from curation.reviews import corrections, discussion
 from curation.reviews import queue as item_queue
 from curation.reviews import services
 from curation.reviews.audit import audit_page
@@ -221,6 +221,8 @@ def adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
         "thread": discussion.thread(request.user, item, names=request.GET.get("names") == "1"),
     })
     ctx["flags"] = guidance.combined_for_page(list(ctx["reviews"]), ctx["show_names"])  # issue #16
+    ctx["may_correct"] = corrections.may_correct(request.user, item)  # issue #31 item 5
+    ctx["correction_marks"] = corrections.marks_on(item.stage, item.object_id)
     return render(request, "curation/adjudicate.html", ctx)
 
 

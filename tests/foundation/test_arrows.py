@@ -15,7 +15,7 @@ FORBIDDEN = {"generation": {"curation", "evaluation", "demo"}, "curation": {"eva
 PACKAGES = {"reviews", "releases", "agreement", "guidance", "loop"}
 # What the app's own wiring (urls, admin, API routes, commands) may take from a package besides its
 # services: the modules Django itself calls into.
-ENTRY_POINTS = {"services", "views", "explorer_views", "discussion_views", "gold_views", "guideline_views", "urls", "api"}
+ENTRY_POINTS = {"services", "views", "explorer_views", "discussion_views", "corrections_views", "gold_views", "guideline_views", "urls", "api"}
 
 
 def _imports(path: Path) -> set[str]:
