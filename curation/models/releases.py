@@ -33,7 +33,7 @@ class Release(models.Model):
     # What content_hash covers (release_verify): "stored", every stored value as release_create
     # writes it (test_hash_line, then each batch's records); "rows", the whole rows' canonical JSON,
     # then the records, per batch: the hash published with releases frozen before storage format 2
-    # (migration 0011 rewrote them and kept it).
+    # (migration 0012 rewrote them and kept it).
     hash_scheme = models.CharField(max_length=8, default="stored", choices=[
         ("stored", "Every stored value (releases frozen in format 2)"),
         ("rows", "Whole rows, then records (releases frozen in format 1)")])

@@ -111,7 +111,7 @@ def release_csv_lines(release: Release, chunk_size: int = 2000) -> Iterator[str]
 
 
 def release_csv(release: Release) -> Iterator[str]:
-    """The download: every release stores its CSV records (migration 0011 rendered the missing ones)."""
+    """The download: every release stores its CSV records (migration 0012 rendered the missing ones)."""
     return csv_line_chunks(release_csv_lines(release))
 
 

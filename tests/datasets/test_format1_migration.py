@@ -1,4 +1,4 @@
-"""Migration 0011 rewrites format 1 releases into the one storage format without changing a byte
+"""Migration 0012 rewrites format 1 releases into the one storage format without changing a byte
 of any download: releases frozen by the format 1 code (fixtures/format1/<vendor>/: stored rows and
 every download, saved before format 1's readers were deleted) are loaded into a fresh database at
 0007, migrated, and every file, zip member and the content hash compared (format1_replay).

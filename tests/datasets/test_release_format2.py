@@ -1,5 +1,5 @@
 """Slim release rows: every output is byte-for-byte what the same release stored with whole rows
-gives, whole-row releases (rewritten from format 1 by migration 0011) download and verify with the
+gives, whole-row releases (rewritten from format 1 by migration 0012) download and verify with the
 hash published with them, and tampering with a spliced piece fails release_verify.
 
 The whole twin of a release is built from the per-test oracle of test_release_freeze
@@ -154,7 +154,7 @@ def test_key_like_text_after_the_cut_keeps_outputs_equal():
 
 
 def test_whole_row_releases_download_the_same_and_verify_with_the_rows_hash():
-    """A release stored whole (as migration 0011 left format 1 releases) streams the same files and
+    """A release stored whole (as migration 0012 left format 1 releases) streams the same files and
     verifies with the hash published with it."""
     build_lineage(conversations=3)
     release = release_create(name="new", kind=ReleaseKind.AUTOMATIC)

@@ -48,7 +48,7 @@ def rewrite_format1(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('curation', '0010_i31a_withheld'),
+        ('curation', '0011_i31c_corrections'),
     ]
 
     operations = [
