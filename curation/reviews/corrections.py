@@ -28,6 +28,7 @@ from curation.models import (
 )
 from curation.reviews import present
 from curation.reviews.lineage import STAGE_MODELS, _children, _has_warnings
+from generation.drawings import graph_drawing
 from generation.models import Conversation, ConversationGraph, Flowgraph
 from generation.pipeline.formats import GraphFormatError, graph_from_json, write_graph_text
 from generation.pipeline.validate import validate_conversation, validate_conversation_graph, validate_flowgraph
@@ -245,11 +246,9 @@ def correct(*, editor, item_id: int, payload: Any, note: str) -> ArtifactVersion
 
 def _store_graph(model, artifact, new: dict[str, Any], warnings: list) -> None:
     """Write the corrected graph with its text and a new drawing; forget the old drawings."""
-    svg, _error = present._render(new)  # an error leaves svg empty: the page tries again and says why
+    svg, _error = graph_drawing(new)  # an error leaves svg empty: the page tries again and says why
     model.objects.filter(pk=artifact.pk).update(data=new, text=write_graph_text(graph_from_json(new)), svg=svg,
                                                 validation=warnings)
-    with present._stored_lock:
-        present._stored_here.pop(present._stored_key(artifact), None)
     if model is ConversationGraph:
         keys = [present.highlighted_key(artifact, node_ids, conv_id) for conv_id, node_ids in
                 Conversation.objects.filter(path__conversation_graph_id=artifact.pk).values_list("pk", "path__node_ids")]
