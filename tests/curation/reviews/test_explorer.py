@@ -163,3 +163,23 @@ def test_include_again_under_a_rejected_ancestor_is_refused_with_the_reason(adju
     explorer.items_bulk(actor=adjudicator, stage=ReviewStage.PROCEDURE, item_ids=[fg2.pk], action="include")
     assert set(ReviewItem.objects.filter(excluded=True).values_list("pk", flat=True)) == {conv.pk} | set(
         ReviewItem.objects.filter(stage=ReviewStage.CONVERSATION_GRAPH).values_list("pk", flat=True))
+
+
+def test_fewer_reviews_needed_releases_the_claims_beyond_the_need(db, adjudicator, annotator_a, annotator_b):
+    """Found by the stateful test on PostgreSQL: lowering the need to 1 while two annotators held the
+    item left two annotators on an item that needed one."""
+    from curation.models import Claim
+    from tests.curation.invariants import check_all
+
+    build_lineage(conversations=1)
+    services.items_sync()
+    first = services.review_claim_next(annotator=annotator_a, stage=ReviewStage.FLOWGRAPH)
+    assert services.review_claim_next(annotator=annotator_b, stage=ReviewStage.FLOWGRAPH) == first
+    result = explorer.items_bulk(actor=adjudicator, stage=ReviewStage.FLOWGRAPH, item_ids=[first.pk],
+                                 action="required", required=1)
+    assert result["done"] == 1
+    assert list(Claim.objects.filter(item=first).values_list("annotator", flat=True)) == [annotator_a.pk]
+    check_all([annotator_a, annotator_b])
+    services.review_submit(annotator=annotator_a, item_id=first.pk, verdict="accept")
+    first.refresh_from_db()
+    assert first.state == ItemState.DECIDED and first.decision == "accept"
