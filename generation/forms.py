@@ -79,8 +79,8 @@ class JobForm(forms.Form):
     def temperature_fields(self):
         return [self[f"temperature_{s}"] for s in LLM_STAGES]
 
-    def clean_import_file(self):
-        f = self.cleaned_data.get("import_file")
+    def _json_upload(self, field: str):
+        f = self.cleaned_data.get(field)
         if not f:
             return None
         if f.size > MAX_IMPORT_BYTES:
@@ -90,16 +90,11 @@ class JobForm(forms.Form):
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise forms.ValidationError(f"The file is not JSON: {exc}") from None
 
+    def clean_import_file(self):
+        return self._json_upload("import_file")
+
     def clean_chain_apis_file(self):
-        f = self.cleaned_data.get("chain_apis_file")
-        if not f:
-            return None
-        if f.size > MAX_IMPORT_BYTES:
-            raise forms.ValidationError("The file is larger than 20 MB.")
-        try:
-            return json.loads(f.read().decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise forms.ValidationError(f"The file is not JSON: {exc}") from None
+        return self._json_upload("chain_apis_file")
 
     def clean_seed_intents(self):
         text = self.cleaned_data.get("seed_intents", "").strip()

@@ -52,6 +52,16 @@ def login(browser, live_server, username):
     return page
 
 
+def shots(page, name: str, *, full_page: bool = True, widths=(1280, 1920)) -> None:
+    """Screenshots at each width under var/screenshots/, asserting nothing sticks out of the page."""
+    folder = Path(__file__).resolve().parents[3] / "var" / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    for width in widths:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.screenshot(path=str(folder / f"{name}-{width}.png"), full_page=full_page)
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), (name, width)
+
+
 def open_next_flowgraph(page, live_server):
     page.goto(f"{live_server.url}/curation/queue/")
     page.click("#next-flowgraph")

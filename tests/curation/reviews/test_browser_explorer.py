@@ -4,29 +4,21 @@ adjudicators, a bulk action on the whole filter with its confirmation, the admin
 Screenshots under var/screenshots/i31-explorer-*."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
 from django.db import connections
 from django.utils import timezone
 
 from curation.models import GoldItem, ReviewItem, ReviewStage
 from curation.reviews import services
 from tests.curation.factories import build_lineage
-from tests.curation.reviews.test_browser import CHROMIUM, browser, login  # noqa: F401  (fixture)
+from tests.curation.reviews.test_browser import CHROMIUM, browser, login, shots  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium missing")]
-WIDTHS = (1280, 1920)
 
 
 def _shot(page, name: str) -> None:
-    folder = Path(django_settings.BASE_DIR) / "var" / "screenshots"
-    folder.mkdir(parents=True, exist_ok=True)
-    for width in WIDTHS:
-        page.set_viewport_size({"width": width, "height": 900})
-        page.screenshot(path=str(folder / f"i31-explorer-{name}-{width}.png"), full_page=False)
-        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), (name, width)
+    shots(page, f"i31-explorer-{name}", full_page=False)
 
 
 def _review(user, item, verdict, codes=()):
