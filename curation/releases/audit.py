@@ -12,14 +12,70 @@ from typing import Any
 
 from curation.models import Release
 from curation.releases.rows import records
-from generation.pipeline.audit import KINDS, audit_conversation, findings_for_test, summary
+from generation.pipeline.audit import KINDS, Finding, audit_conversation, findings_for_test, summary
+from generation.imports import record_id
 from generation.pipeline.formats import graph_from_json
 from generation.services.audit import specs_from_rows
 
 SHOWN = 50  # findings kept in the report
 
 
-def release_audit(release: Release) -> dict[str, Any]:
+def record_pk(record_id: str) -> int | None:
+    """The row id of a record id such as "conversation-12" (None for anything else)."""
+    _, _, pk = str(record_id).rpartition("-")
+    return int(pk) if pk.isdigit() else None
+
+
+def _graph(raw: Any) -> Any:
+    try:
+        return graph_from_json(raw)
+    except (ValueError, KeyError, TypeError):
+        return None  # an unreadable graph decides no outcome
+
+
+class Parsed:
+    __slots__ = ("graph",)
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+
+
+def _report_from_known(release: Release, known: dict[int, list[Finding]]) -> dict[str, Any] | None:
+    """The report from findings already made, when they cover every frozen conversation: the frozen
+    tests' (conversation, position) pairs are all it needs, not the records' text."""
+    per_test: list[list] = []
+    shown: list[dict[str, Any]] = []
+    conversations: set[int] = set()
+    pairs = release.entries.order_by("conversation_id", "position").values_list("conversation_id", "position")
+    for conversation_id, position in pairs.iterator(chunk_size=5000):
+        found = known.get(conversation_id)
+        if found is None:
+            return None
+        if conversation_id not in conversations:
+            conversations.add(conversation_id)
+            listed: set = set()
+        bad = findings_for_test(found, int(position))
+        per_test.append(bad)
+        for f in bad:
+            if f not in listed and len(shown) < SHOWN:
+                listed.add(f)
+                shown.append({"conversation": record_id("conversation", conversation_id), "position": position, **f.to_dict()})
+    report = summary(per_test)
+    report["conversations"] = len(conversations)
+    report["findings"] = shown
+    report["left_out"] = (release.audit or {}).get("left_out", 0)
+    return report
+
+
+def release_audit(release: Release, known: dict[int, list[Finding]] | None = None) -> dict[str, Any]:
+    """The report of ``release``. ``known``: findings by conversation id already computed from the
+    same rows in the same transaction (an automatic release audits its selection before freezing
+    it); those conversations are not audited twice. Without it (``manage.py audit_release``, curated
+    releases) everything is read from the frozen records alone; a test checks both agree."""
+    if known:
+        report = _report_from_known(release, known)
+        if report is not None:
+            return report
     specs: dict[str, list] = {}
     graphs: dict[str, Any] = {}
     paths: dict[str, tuple[str, list]] = {}
@@ -29,19 +85,21 @@ def release_audit(release: Release) -> dict[str, Any]:
     for rec in records(release, ["procedure", "conversation_graph", "path", "conversation"]):
         kind = rec.get("kind")
         if kind == "procedure":
-            specs[rec["id"]] = specs_from_rows(rec.get("apis") or [])
+            specs[rec["id"]] = specs_from_rows(rec.get("apis") or [])  # cheap: a few APIs a procedure
         elif kind == "conversation_graph":
-            try:
-                graphs[rec["id"]] = graph_from_json(rec["graph"])
-            except (ValueError, KeyError, TypeError):
-                graphs[rec["id"]] = None  # an unreadable graph decides no outcome
+            graphs[rec["id"]] = rec.get("graph")  # parsed when a conversation needs it
         elif kind == "path":
             paths[rec["id"]] = (rec["conversation_graph"], list(rec.get("node_ids") or []))
         elif kind == "conversation":
             conversations += 1
-            cg_id, node_ids = paths.get(rec.get("path") or "", (None, None))
-            found = audit_conversation(rec.get("messages") or [], specs.get(rec.get("procedure"), []),
-                                       graphs.get(cg_id), node_ids)
+            found = known.get(record_pk(rec["id"])) if known else None
+            if found is None:
+                cg_id, node_ids = paths.get(rec.get("path") or "", (None, None))
+                if cg_id in graphs and not isinstance(graphs[cg_id], Parsed):
+                    graphs[cg_id] = Parsed(_graph(graphs[cg_id]))
+                graph = graphs[cg_id].graph if cg_id in graphs else None
+                found = audit_conversation(rec.get("messages") or [], specs.get(rec.get("procedure"), []),
+                                           graph, node_ids)
             listed: set = set()
             for test in rec.get("tests") or []:
                 bad = findings_for_test(found, int(test["position"]))

@@ -19,6 +19,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 import networkx as nx
@@ -61,12 +62,33 @@ _FRAGMENTS = [
 ]
 
 
+_CHECKS = _SCAFFOLD + _FRAGMENTS
+# Every check in one alternation (each keeps its own case rule): a turn it does not match needs
+# none of the eleven searches. Most turns are clean, and the audit reads every assistant turn of a
+# release twice (before the freeze and from the frozen records).
+_ANY_CHECK = re.compile("|".join(f"(?{'i' if p.flags & re.I else ''}:{p.pattern})" for p, _ in _CHECKS))
+
+
+@lru_cache(maxsize=4096)
+def _names_pattern(names: tuple[str, ...]) -> re.Pattern | None:
+    """One search for every API name of a procedure (longest first, as whole words)."""
+    kept = sorted({n for n in names if n and len(n) > 3}, key=lambda n: (-len(n), n))
+    if not kept:
+        return None
+    return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in kept) + r")(?!\w)")
+
+
 def speech_findings(text: str, tool_names: list[str]) -> list[str]:
     """What a person would not say in one assistant turn."""
-    found = [why for pattern, why in _SCAFFOLD + _FRAGMENTS if pattern.search(text or "")]
-    for name in tool_names:
-        if name and len(name) > 3 and re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text or ""):
-            found.append(f"the API name {name}")
+    text = text or ""
+    found = [why for pattern, why in _CHECKS if pattern.search(text)] if _ANY_CHECK.search(text) else []
+    names = _names_pattern(tuple(tool_names))
+    if names is not None and names.search(text):
+        # Which names: each checked on its own, in the procedure's order (overlapping names such
+        # as get_order and get_order_items are both reported when both appear).
+        for name in tool_names:
+            if name and len(name) > 3 and re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text):
+                found.append(f"the API name {name}")
     return found
 
 

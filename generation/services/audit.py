@@ -39,10 +39,13 @@ def _specs(procedure_ids: set[int]) -> dict[int, list[ApiSpec]]:
     return {pid: specs_from_rows(r) for pid, r in rows.items()}
 
 
-def audit_tests(tests_qs) -> dict[int, list[Finding]]:
-    """{test id: the findings that make it fail} for the tests of ``tests_qs`` that fail the audit."""
+def audit_tests(tests_qs, memo: dict[int, list[Finding]] | None = None) -> dict[int, list[Finding]]:
+    """{test id: the findings that make it fail} for the tests of ``tests_qs`` that fail the audit.
+
+    ``memo``, when given, receives every audited conversation's findings by conversation id."""
     failing: dict[int, list[Finding]] = {}
     conv_ids = list(tests_qs.order_by().values_list("conversation_id", flat=True).distinct())
+    specs: dict[int, list[ApiSpec]] = {}
     for start in range(0, len(conv_ids), BATCH):
         batch = conv_ids[start:start + BATCH]
         convs = list(Conversation.objects.filter(pk__in=batch).values("pk", "procedure_id", "path_id", "messages"))
@@ -50,7 +53,8 @@ def audit_tests(tests_qs) -> dict[int, list[Finding]]:
                  .values("pk", "node_ids", "conversation_graph_id")}
         graph_data = dict(ConversationGraph.objects.filter(
             pk__in={p["conversation_graph_id"] for p in paths.values()}).values_list("pk", "data"))
-        specs = _specs({c["procedure_id"] for c in convs})
+        missing = {c["procedure_id"] for c in convs} - specs.keys()  # a procedure spans batches
+        specs.update(_specs(missing) if missing else {})
         graphs: dict[int, Any] = {}
         found: dict[int, list[Finding]] = {}
         for c in convs:
@@ -63,6 +67,8 @@ def audit_tests(tests_qs) -> dict[int, list[Finding]]:
                 graph = graphs[cg]
             found[c["pk"]] = audit_conversation(c["messages"] or [], specs[c["procedure_id"]], graph,
                                                 path["node_ids"] if path else None)
+        if memo is not None:
+            memo.update(found)
         for tid, cid, pos in tests_qs.filter(conversation_id__in=batch).values_list("pk", "conversation_id",
                                                                                      "position"):
             bad = findings_for_test(found.get(cid, []), pos)

@@ -57,6 +57,30 @@ def test_an_automatic_release_leaves_out_failing_tests_and_says_how_many(importe
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("kind", ["speech", "value"])
+def test_the_stored_report_of_an_automatic_release_equals_a_fresh_audit_of_its_frozen_records(
+        imported, researcher, kind):
+    """The automatic release reuses its pre-freeze findings for its report; read from the frozen
+    records alone (what audit_release does), the report must be the same."""
+    from curation.releases.audit import release_audit
+
+    _corrupt(kind)
+    release = release_create(name="auto", kind=ReleaseKind.AUTOMATIC, filters={}, created_by=researcher)
+    assert release.audit["left_out"] >= 1
+    assert release_audit(release) == release.audit
+    accept_all()
+    curated = release_create(name="kept", kind=ReleaseKind.CURATED, filters={}, created_by=researcher)
+    assert curated.audit["failed"] >= 1 and release_audit(curated) == curated.audit
+    # The shortcut given findings for every conversation (failures included) reports the same.
+    from generation.models import Test as LiveTest
+    from generation.services.audit import audit_tests
+    memo: dict = {}
+    audit_tests(LiveTest.objects.all(), memo=memo)
+    assert release_audit(curated, known=memo) == curated.audit
+    assert release_audit(curated, known={0: []}) == curated.audit  # not covering: read the records
+
+
+@pytest.mark.django_db
 def test_a_curated_release_keeps_and_reports_them_and_the_command_audits_it(imported, researcher):
     accept_all()
     conv, index = _corrupt("value")
