@@ -1,6 +1,7 @@
-"""The four roles, as Django groups, and the one access check every view uses.
+"""The four roles, held per project (projects.Membership), and the one access check every view uses.
 
-A superuser counts as an admin. Roles are not hierarchical: an admin may open every page,
+Roles are answered for the current project (projects.context; Default when none is set). A
+superuser (the site-wide administrator) counts as an admin in every project. Roles are not hierarchical: an admin may open every page,
 but an annotator is not a researcher, and so on.
 
 Pages look the roles up once per ROLE_CACHE_SECONDS and keep them in the session (a groups
@@ -27,19 +28,34 @@ ALL_ROLES = (ADMIN, ANNOTATOR, ADJUDICATOR, RESEARCHER)
 
 
 def ensure_role_groups() -> None:
+    """The groups of before projects (kept for the data migration's sake; roles are memberships now)."""
     for name in ALL_ROLES:
         Group.objects.get_or_create(name=name)
 
 
-def user_roles(user) -> set[str]:
+def _project_id() -> int:
+    from projects.context import current_project_id, default_project_id
+
+    pk = current_project_id()
+    return pk if pk is not None else default_project_id()
+
+
+def user_roles(user, project_id: int | None = None) -> set[str]:
+    """The user's roles in `project_id` (default: the current project)."""
     if user is None or isinstance(user, AnonymousUser) or not user.is_authenticated or not user.is_active:
         return set()
-    cached = getattr(user, "_almita_roles", None)
+    pid = _project_id() if project_id is None else project_id
+    per_project = getattr(user, "_almita_roles_by_project", None)
+    if per_project is None:
+        per_project = user._almita_roles_by_project = {}
+    cached = per_project.get(pid)
     if cached is None:
-        cached = set(user.groups.filter(name__in=ALL_ROLES).values_list("name", flat=True))
+        from projects.models import Membership
+
+        cached = set(Membership.objects.filter(user=user, project_id=pid).values_list("role", flat=True))
         if user.is_superuser:
             cached.add(ADMIN)
-        user._almita_roles = cached
+        per_project[pid] = cached
     return cached
 
 
@@ -53,16 +69,19 @@ def request_roles(request: HttpRequest) -> set[str]:
     session = getattr(request, "session", None)
     if session is None or user is None or not user.is_authenticated or not user.is_active:
         return user_roles(user)
-    cached = getattr(user, "_almita_roles", None)
-    if cached is not None:
-        return cached
-    stamp = [user.pk, user.get_session_auth_hash(), user.is_superuser]
+    pid = _project_id()
+    per_project = getattr(user, "_almita_roles_by_project", None)
+    if per_project is None:
+        per_project = user._almita_roles_by_project = {}
+    if pid in per_project:
+        return per_project[pid]
+    stamp = [user.pk, user.get_session_auth_hash(), user.is_superuser, pid]
     entry = session.get(_SESSION_KEY)
     now = time.time()
     if isinstance(entry, dict) and entry.get("stamp") == stamp and 0 <= now - entry.get("at", 0) < ROLE_CACHE_SECONDS:
-        user._almita_roles = set(entry["roles"]) & set(ALL_ROLES)
-        return user._almita_roles
-    roles = user_roles(user)
+        per_project[pid] = set(entry["roles"]) & set(ALL_ROLES)
+        return per_project[pid]
+    roles = user_roles(user, pid)
     session[_SESSION_KEY] = {"stamp": stamp, "at": now, "roles": sorted(roles)}
     return roles
 
@@ -92,11 +111,29 @@ def role_required(*roles: str) -> Callable:
     return decorator
 
 
-def assign_roles(user, roles: Iterable[str]) -> None:
-    ensure_role_groups()
-    user.groups.add(*Group.objects.filter(name__in=list(roles)))
-    if hasattr(user, "_almita_roles"):
-        del user._almita_roles
+def assign_roles(user, roles: Iterable[str], project=None) -> None:
+    """Give `user` the roles in `project` (default: the current project, else Default)."""
+    from projects.models import Membership
+
+    pid = getattr(project, "pk", project) if project is not None else _project_id()
+    for role in roles:
+        if role not in ALL_ROLES:
+            raise ValueError(f"{role!r} is not a role")
+        Membership.objects.get_or_create(user=user, project_id=pid, role=role)
+    forget_roles(user)
+
+
+def remove_roles(user, roles: Iterable[str], project=None) -> None:
+    from projects.models import Membership
+
+    pid = getattr(project, "pk", project) if project is not None else _project_id()
+    Membership.objects.filter(user=user, project_id=pid, role__in=list(roles)).delete()
+    forget_roles(user)
+
+
+def forget_roles(user) -> None:
+    if hasattr(user, "_almita_roles_by_project"):
+        del user._almita_roles_by_project
 
 
 def roles_context(request: HttpRequest) -> dict:

@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "projects",
     "webhooks",
     "generation",
     "curation",
@@ -58,10 +59,13 @@ MIDDLEWARE = [
     # Serves /static/ from the app itself when DEBUG is off (the WSGI server serves no files);
     # compressed and cache-friendly, so no separate web server is needed in front of it.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # /p/<slug>/… names the project (issue #30): stripped before URLs are resolved.
+    "projects.middleware.ProjectPrefixMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "projects.middleware.ProjectAccessMiddleware",
     "almita_web.bounds.BoundedPathIdsMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",

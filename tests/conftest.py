@@ -24,6 +24,19 @@ def make_user(username: str, *roles: str) -> User:
     return user
 
 
+@pytest.fixture(autouse=True)
+def _forget_projects():
+    """Each test's database starts without the previous test's Default project (rolled back)."""
+    from django.urls import set_script_prefix
+
+    from projects.context import forget_cached
+
+    forget_cached()
+    set_script_prefix("/")
+    yield
+    forget_cached()
+
+
 @pytest.fixture
 def annotator_a(db) -> User:
     return make_user("annotator_a", ANNOTATOR)
