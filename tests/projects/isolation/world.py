@@ -104,7 +104,7 @@ def populate(side: Side, annotators: list[User], adjudicator: User, admin: User,
     from curation.reviews import discussion, services
     from evaluation.models import Agent, SessionRun
     from evaluation.services.runs import run_create
-    from generation.models import Intent, Procedure
+    from generation.models import Intent, LLMCall, Procedure
     from generation.services import demo_build
     from tests.curation.factories import build_lineage
     from webhooks.models import Delivery
@@ -147,7 +147,8 @@ def populate(side: Side, annotators: list[User], adjudicator: User, admin: User,
         services.review_skip(annotator=one, item_id=other.pk, reason="unsure")
         services._claim_upsert(other, two, timezone.now())  # an open claim
         gold_mark(actor=admin, expected="accept", item_ids=[other.pk])
-        demo_build(flowgraphs=[lin.flowgraph], paths=1, name=f"{mark} job", created_by=admin)
+        job = demo_build(flowgraphs=[lin.flowgraph], paths=1, name=f"{mark} job", created_by=admin)
+        LLMCall.objects.create(job=job, stage="flowgraph", model=f"{mark}-model", prompt_hash="0" * 64)
         services.items_sync()
         release = release_create(name=f"{mark} release", kind="automatic", filters={}, created_by=admin)
         agent = Agent.objects.create(name=f"{mark} agent", model="gpt-test", description=f"{mark} agent",
