@@ -24,6 +24,16 @@ def make_user(username: str, *roles: str) -> User:
     return user
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The Default project exists, as the migration creates it (the suite runs without migrations)."""
+    from projects.context import default_project, forget_cached
+
+    with django_db_blocker.unblock():
+        default_project()
+        forget_cached()
+
+
 @pytest.fixture(autouse=True)
 def _forget_projects():
     """Each test's database starts without the previous test's Default project (rolled back)."""

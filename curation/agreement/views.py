@@ -43,7 +43,9 @@ def data_mark() -> str:
 def cached_slice(stage: str, dim: str, mark: str) -> list[dict]:
     """One stage's rows for one slice, kept in the shared cache until the data changes (at 50,000
     items a stage took about a second to compute; bench/scale.py times the page)."""
-    key = f"curation:analytics:{stage}:{dim}:{mark}"
+    from projects.context import project_for_new_row
+
+    key = f"curation:analytics:{project_for_new_row()}:{stage}:{dim}:{mark}"
     rows = cache.get(key)
     if rows is None:
         rows = stage_analytics(stage, dims=[dim])[dim]

@@ -35,7 +35,7 @@ from django.test import Client
 from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR
 from curation.guidance import services as guidance
 from curation.guidance.gold import GoldError, gold_mark, gold_seed
-from curation.guidance.guidelines import current_guide, reason_codes, reset_guide_cache
+from curation.guidance.guidelines import _guide_key, current_guide, reason_codes, reset_guide_cache
 from curation.models import AuditEvent, Claim, GoldItem, ItemState, ReviewItem, ReviewMeta, ReviewStage
 from curation.releases.services import ReleaseError, release_create
 from curation.reviews import services
@@ -68,7 +68,7 @@ class Curation(RuleBasedStateMachine):
         self._atomic.__exit__(None, None, None)
         # Guideline versions were rolled back with everything else: forget the cached guides.
         for stage in ReviewStage.values:
-            cache.delete(f"curation:guide:{stage}")
+            cache.delete(_guide_key(stage))
         reset_guide_cache()
 
     @initialize(n=st.integers(2, 4), required=st.sampled_from([2, 2, 1, 3]), lineages=st.integers(1, 2))
