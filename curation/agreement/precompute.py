@@ -75,21 +75,20 @@ def compute() -> dict[str, Any]:
     }
 
 
-def _newer_or_equal(a, b) -> bool:
-    return len(a) == len(b) and all(x >= y for x, y in zip(a, b))
-
-
 def recompute() -> dict[str, Any]:
     """Compute the whole table and store it with the mark read before computing (a change made
     meanwhile leaves it stale, so it is computed again). Returns what was stored."""
     cache.delete(PENDING_KEY)  # from now on a change asks for the next recompute
     mark = change_mark()
-    start = time.perf_counter()
-    bundle = {"mark": mark, "computed_at": timezone.now(), **compute()}
+    start, started_at = time.perf_counter(), timezone.now()
+    bundle = {"mark": mark, "started_at": started_at, **compute()}
+    bundle["computed_at"] = timezone.now()
     bundle["seconds"] = time.perf_counter() - start
     stored = cache.get(STORE_KEY)
-    # Two recomputes may overlap (a worker has several threads): the older mark never overwrites.
-    if stored is None or _newer_or_equal(mark, tuple(stored["mark"])):
+    # Two recomputes may overlap (a worker has several threads): the one started earlier never
+    # overwrites a later one. (Marks are not compared: a database restored or recreated under a
+    # cache that kept its figures starts its ids lower again.)
+    if stored is None or stored.get("started_at", stored["computed_at"]) <= bundle["started_at"]:
         cache.set(STORE_KEY, bundle, None)
     cache.set(LAST_SECONDS_KEY, bundle["seconds"], None)
     return bundle

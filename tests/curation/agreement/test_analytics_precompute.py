@@ -246,3 +246,21 @@ def test_inline_mode_computes_on_the_page_and_changes_queue_nothing(client, rese
     assert runs == [1] and "Figures as of" in html and 'id="analytics-table"' in html
     client.get(reverse("curation:analytics"))
     assert runs == [1]  # current: read, not computed
+
+
+def test_a_later_recompute_wins_and_a_reset_database_is_recomputed(world):
+    from django.core.cache import cache
+
+    past = timezone.now() - timezone.timedelta(hours=1)
+    # Figures a cache kept from a database since recreated: larger ids than today's.
+    cache.set(precompute.STORE_KEY, {"mark": (10**9,) * 5, "started_at": past, "computed_at": past,
+                                     "tables": {}, "economics": {}}, None)
+    assert precompute.status(ask=False).stale
+    precompute.recompute()
+    assert not precompute.status(ask=False).stale and stored_tables() == precompute.compute()
+    # An overlapping recompute that started earlier and finishes later does not overwrite.
+    later = precompute.status(ask=False).bundle
+    cache.set(precompute.STORE_KEY, {**later, "started_at": timezone.now() + timezone.timedelta(minutes=1)}, None)
+    verdict(world["items"][0], world["annotators"][0])
+    precompute.recompute()
+    assert precompute.status(ask=False).bundle["mark"] == later["mark"]
