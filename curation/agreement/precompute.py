@@ -152,8 +152,10 @@ def status(ask: bool = True) -> Status:
     bundle = cache.get(STORE_KEY)
     stale = bundle is None or tuple(bundle["mark"]) != change_mark()
     if stale and ask:
-        if request_recompute(countdown=0) and inline():
-            bundle, stale = cache.get(STORE_KEY), False
+        if inline():  # no worker to wait for, whatever is marked pending
+            bundle, stale = recompute(), False
+        else:
+            request_recompute(countdown=0)
     queued = cache.get(PENDING_KEY) if stale else None
     queued_at = datetime.fromtimestamp(queued, tz=dt_timezone.utc) if isinstance(queued, (int, float)) else None
     return Status(bundle=bundle, stale=stale, queued_at=queued_at)
