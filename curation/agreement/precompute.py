@@ -15,7 +15,8 @@ Scheduling: a committed audit event asks for a recompute in DEBOUNCE_SECONDS (or
 recompute's duration, whichever is longer, so a busy afternoon costs the worker at most half its
 time), and at most one recompute is pending: the pending key is added atomically and dropped by the
 task as it starts, so a change made while it computes schedules the next one. A page that finds the
-figures stale or missing asks too (a change the signal did not see: a bulk insert, a lost message).
+figures stale or missing asks too, unless a recompute is running (a change the signal did not see:
+a bulk insert, a lost message).
 With CELERY_TASK_ALWAYS_EAGER (debugging) there is no worker to wait for: changes schedule nothing
 and the page computes the figures when it finds them stale, as it did before.
 """
@@ -37,6 +38,8 @@ log = logging.getLogger(__name__)
 STORE_KEY = "curation:analytics:table"
 PENDING_KEY = "curation:analytics:pending"
 LAST_SECONDS_KEY = "curation:analytics:seconds"
+RUNNING_KEY = "curation:analytics:running"
+RUNNING_TTL = 900  # a worker killed mid-recompute blocks nothing longer than this
 DEBOUNCE_SECONDS = 5
 # A pending mark outlives a lost message by this much; then the next change or page view asks again.
 PENDING_TTL = 300
@@ -79,10 +82,14 @@ def recompute() -> dict[str, Any]:
     """Compute the whole table and store it with the mark read before computing (a change made
     meanwhile leaves it stale, so it is computed again). Returns what was stored."""
     cache.delete(PENDING_KEY)  # from now on a change asks for the next recompute
-    mark = change_mark()
-    start, started_at = time.perf_counter(), timezone.now()
-    bundle = {"mark": mark, "started_at": started_at, **compute()}
-    bundle["computed_at"] = timezone.now()
+    cache.set(RUNNING_KEY, time.time(), RUNNING_TTL)
+    try:
+        mark = change_mark()
+        start, started_at = time.perf_counter(), timezone.now()
+        bundle = {"mark": mark, "started_at": started_at, **compute()}
+        bundle["computed_at"] = timezone.now()
+    finally:
+        cache.delete(RUNNING_KEY)
     bundle["seconds"] = time.perf_counter() - start
     stored = cache.get(STORE_KEY)
     # Two recomputes may overlap (a worker has several threads): the one started earlier never
@@ -154,7 +161,7 @@ def status(ask: bool = True) -> Status:
     if stale and ask:
         if inline():  # no worker to wait for, whatever is marked pending
             bundle, stale = recompute(), False
-        else:
+        elif cache.get(RUNNING_KEY) is None:  # a page polling during a recompute asks for no second one
             request_recompute(countdown=0)
     queued = cache.get(PENDING_KEY) if stale else None
     queued_at = datetime.fromtimestamp(queued, tz=dt_timezone.utc) if isinstance(queued, (int, float)) else None
@@ -163,4 +170,4 @@ def status(ask: bool = True) -> Status:
 
 def forget() -> None:
     """Drop the stored figures and any pending mark (tests: ids are reused after a rollback)."""
-    cache.delete_many([STORE_KEY, PENDING_KEY, LAST_SECONDS_KEY])
+    cache.delete_many([STORE_KEY, PENDING_KEY, LAST_SECONDS_KEY, RUNNING_KEY])

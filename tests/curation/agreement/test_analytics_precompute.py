@@ -264,3 +264,21 @@ def test_a_later_recompute_wins_and_a_reset_database_is_recomputed(world):
     verdict(world["items"][0], world["annotators"][0])
     precompute.recompute()
     assert precompute.status(ask=False).bundle["mark"] == later["mark"]
+
+
+def test_a_page_polling_during_a_recompute_asks_for_no_second_one(client, researcher, world, queued, monkeypatch):
+    client.force_login(researcher)
+    seen = []
+    real = precompute.compute
+
+    def compute_while_polled():
+        seen.append(client.get(reverse("curation:analytics_status")).json())
+        return real()
+
+    monkeypatch.setattr(precompute, "compute", compute_while_polled)
+    precompute.recompute()
+    assert seen == [{"stored": False, "stale": True, "computed_at": None}] and queued == []
+    assert client.get(reverse("curation:analytics_status")).json()["stale"] is False
+    verdict(world["items"][0], world["annotators"][0])
+    client.get(reverse("curation:analytics_status"))
+    assert queued == [0]  # stale and nothing running: asked at once
