@@ -228,7 +228,7 @@ def analytics_runs(times: dict[str, list[float]], client, boss, repeat: int) -> 
     target = services.adjudication_queue().filter(stage=ReviewStage.CONVERSATION).first()
     flip = iter(["accept", "reject"] * (repeat + 1))
     stale = 0
-    for _ in range(max(3, repeat // 4)):
+    for _ in range(repeat):
         services.item_resolve(adjudicator=boss, item_id=target.pk, decision=next(flip), note="bench")
         start = time.perf_counter()
         body = page().content
