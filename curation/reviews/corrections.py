@@ -244,14 +244,16 @@ def correct(*, editor, item_id: int, payload: Any, note: str) -> ArtifactVersion
     else:
         model = Flowgraph if item.stage == ReviewStage.FLOWGRAPH else ConversationGraph
         _store_graph(model, artifact, new, warnings)
-    if item.has_warnings != _has_warnings(warnings):
-        ReviewItem.objects.filter(pk=item.pk).update(has_warnings=_has_warnings(warnings))
+    ReviewItem.objects.filter(pk=item.pk).update(has_warnings=_has_warnings(warnings), corrected=True)
     marks = []
     if item.stage in GRAPH_STAGES:
         mark = MarkKind.REVIEW if kind == ChangeKind.TEXT else MarkKind.REGENERATE
         marks = [CorrectionMark(version=version, stage=s, object_id=i, kind=mark)
                  for s, i in descendants(item.stage, item.object_id)]
         CorrectionMark.objects.bulk_create(marks, batch_size=500)
+        for stage in {m.stage for m in marks}:  # their pages tell annotators (correction_notices)
+            ReviewItem.objects.filter(stage=stage, object_id__in=[m.object_id for m in marks if m.stage == stage],
+                                      corrected=False).update(corrected=True)
     AuditEvent.objects.create(actor=editor, action=AuditEvent.Action.CORRECT, item=item,
                               before={"version": last.number},
                               after={"version": version.number, "change": kind, "note": note,
