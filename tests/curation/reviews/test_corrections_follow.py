@@ -162,3 +162,66 @@ def test_a_job_may_start_from_stored_conversation_graphs(lin):
     assert job.config["start"] == "paths" and job.config["noise"] == 0
     states = dict(job.progress.values_list("stage", "state"))
     assert states["conversation_graph"] == "done" and states["noise"] == "skipped" and states["paths"] == "waiting"
+
+
+# --------------------------------------------------------------------------- what annotators see
+
+
+def test_the_review_page_and_the_queue_tell_annotators_of_corrections(client, lin, annotator_a, annotator_b, admin_user):
+    fg_item = ReviewItem.objects.get(stage=FG)
+    data = copy.deepcopy(lin.flowgraph.data)
+    next(n for n in data["nodes"] if n["id"] == "N1")["label"] = "What is your order number?"
+    corrections.correct(editor=admin_user, item_id=fg_item.pk, payload=data, note="SECRET NOTE: annotator 2 was right")
+    assert set(ReviewItem.objects.filter(corrected=True).values_list("stage", flat=True)) == {FG, CG, CV}
+    client.force_login(annotator_a)
+    held = services.review_claim_next(annotator=annotator_a, stage=FG)
+    page = client.get(reverse("curation:review", args=[held.pk])).content.decode()
+    assert 'id="correction-notice" data-version="2"' in page and "you review version 2" in page
+    assert "SECRET NOTE" not in page
+    cv = services.review_claim_next(annotator=annotator_a, stage=CV)
+    page = client.get(reverse("curation:review", args=[cv.pk])).content.decode()
+    assert "Marked for review again because its parent flowgraph was corrected" in page and "SECRET" not in page
+    queue_page = client.get(reverse("curation:queue")).content.decode()
+    assert queue_page.count('class="correction-held"') == 2 and 'data-mark="review"' in queue_page
+    assert "SECRET" not in queue_page
+    # After one's verdict, the version it saw; a later correction makes the current one 3.
+    submit_url = reverse("curation:submit", args=[held.pk])
+    client.post(submit_url, {"verdict": "accept", "comment": "", "flags": "[]"})
+    next(n for n in data["nodes"] if n["id"] == "N1")["label"] = "Your order number, please?"
+    corrections.correct(editor=admin_user, item_id=fg_item.pk, payload=data, note="again")
+    page = client.get(reverse("curation:review", args=[held.pk])).content.decode()
+    assert 'data-version="3"' in page and "you reviewed version 2" in page
+    # Nothing to tell on an uncorrected item: no notice (and no query for it).
+    other = build_lineage(conversations=1, seed=5)
+    services.items_sync()
+    plain = ReviewItem.objects.get(stage=FG, object_id=other.flowgraph.pk)
+    assert not plain.corrected
+    services._claim_upsert(plain, annotator_b, timezone.now())
+    client.force_login(annotator_b)
+    assert 'id="correction-notice"' not in client.get(reverse("curation:review", args=[plain.pk])).content.decode()
+
+
+def test_ancestor_statuses_do_not_tell_an_annotator_how_the_others_voted(client, lin, annotator_a, annotator_b, adjudicator):
+    """The procedure both annotators reviewed reads the same on the flowgraph's review page
+    whether they agreed (Accepted) or disagreed (pending): its status badge is staff-only."""
+    proc = ReviewItem.objects.get(stage=ReviewStage.PROCEDURE)
+    submit(annotator_a, proc, "accept")
+    submit(annotator_b, proc, "accept")
+    fg = services.review_claim_next(annotator=annotator_a, stage=FG)
+    client.force_login(annotator_a)
+    url = reverse("curation:review", args=[fg.pk])
+    agreed = client.get(url).content.decode()
+    assert "data-lineage-status" not in agreed
+    proc.refresh_from_db()
+    assert effective_of(proc) == Effective.ACCEPTED
+    # The same page with the procedure disputed instead.
+    ReviewItem.objects.filter(pk=proc.pk).update(state=ItemState.DISAGREEMENT, decision="", decided_at=None)
+    services.cascade_apply(ReviewItem.objects.get(pk=proc.pk))
+    disputed = client.get(url).content.decode()
+    import re
+
+    csrf = re.compile(r'(csrfmiddlewaretoken" value="|csrf-token" content=")[^"]*"')
+    assert csrf.sub("", agreed) == csrf.sub("", disputed)
+    # Staff still see it.
+    client.force_login(adjudicator)
+    assert "data-lineage-status" in client.get(reverse("curation:adjudicate", args=[fg.pk])).content.decode()
