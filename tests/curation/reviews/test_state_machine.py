@@ -328,3 +328,35 @@ def test_blind_pairs_on_an_agreement_a_disagreement_and_an_agreed_rejection():
     client.force_login(a)
     for item, *_ in plan:
         assert blind_pair(client, a, ReviewItem.objects.get(pk=item.pk)), item
+
+
+@pytest.mark.django_db
+def test_correction_rules_pinned():
+    """The correction rules in a fixed order, so each path runs at least once whatever the draw:
+    every edit kind on every stage, a claim on a marked item closed, regeneration below both graphs,
+    with the invariants and the pages checked after each step."""
+    machine = Curation()
+    try:
+        machine.setup(n=2, required=2, lineages=1)
+        machine.claim(0, ReviewStage.CONVERSATION)
+        assert Claim.objects.filter(item__stage=ReviewStage.CONVERSATION).count() == 1
+        steps = [(ReviewStage.CONVERSATION, False), (ReviewStage.CONVERSATION, True), (ReviewStage.FLOWGRAPH, False),
+                 (ReviewStage.CONVERSATION_GRAPH, True), "regenerate", (ReviewStage.FLOWGRAPH, True), "regenerate"]
+        for k, step in enumerate(steps):
+            if step == "regenerate":  # below the one graph whose marks are still in curation
+                machine.regenerate(0)
+            else:
+                machine.correct(*step, True, k)
+            machine.invariants_hold()
+            machine.pages_agree(ReviewStage.CONVERSATION, "excluded", k)
+            if k == 3:
+                assert not Claim.objects.filter(item__stage=ReviewStage.CONVERSATION).exists()  # closed: withheld
+        machine.review_round(ReviewStage.CONVERSATION, ["accept", "accept"])
+        machine.make_release()
+        machine.invariants_hold()
+        machine.pages_agree(ReviewStage.CONVERSATION, "open", 1)
+    finally:
+        machine.teardown()
+    assert {"corrected flowgraph structure", "corrected conversation_graph structure", "corrected conversation text",
+            "corrected conversation structure", "regenerated below flowgraph",
+            "regenerated below conversation_graph"} <= set(CORRECTIONS), CORRECTIONS
