@@ -60,6 +60,8 @@ def refusal(user, item: ReviewItem) -> str:
     if item.stage not in EDITABLE:
         return "Only flowgraphs, conversation graphs and conversations can be corrected here."
     if item.excluded:
+        if item.withheld and regenerate_marked(item.stage, item.object_id):
+            return "A structural correction above marked this item for regeneration: regenerate below that graph instead."
         return "A rejected ancestor put this item out of curation: correct the ancestor instead."
     roles = user_roles(user)
     if ADMIN in roles:

@@ -222,6 +222,10 @@ def test_ancestor_statuses_do_not_tell_an_annotator_how_the_others_voted(client,
 
     csrf = re.compile(r'(csrfmiddlewaretoken" value="|csrf-token" content=")[^"]*"')
     assert csrf.sub("", agreed) == csrf.sub("", disputed)
+    # Nor in the explorer's side panel, once the annotator reviewed the flowgraph.
+    client.post(reverse("curation:submit", args=[fg.pk]), {"verdict": "accept", "comment": "", "flags": "[]"})
+    panel = client.get(reverse("curation:explore_panel", args=[fg.pk]))
+    assert panel.status_code == 200 and b'id="procedure"' in panel.content and b"data-lineage-status" not in panel.content
     # Staff still see it.
     client.force_login(adjudicator)
     assert "data-lineage-status" in client.get(reverse("curation:adjudicate", args=[fg.pk])).content.decode()
