@@ -82,7 +82,7 @@ class CorrectionRules:
         before_rows = {i.pk: (i.state, i.decision, i.review_count, i.excluded)
                        for i in ReviewItem.objects.exclude(pk=item.pk)}
         try:
-            version = corrections.correct(editor=editor, item_id=item.pk, note=f"sm {pick}",
+            version = corrections.correct(editor=editor, item_id=item.pk, note=f"adjudicator note {pick}",
                                           payload=edited(stage, corrections.current_content(stage, artifact), structural, pick))
         except CorrectionError as exc:
             TALLY[f"correction refused: {str(exc)[:40]}"] += 1
