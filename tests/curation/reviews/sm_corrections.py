@@ -113,6 +113,7 @@ class CorrectionRules:
         except CorrectionError as exc:
             # Only a graph curation has rejected (or put out) may not seed a job.
             assert effective_of(ReviewItem.objects.get(pk=item.pk)) in (Effective.REJECTED, Effective.EXCLUDED), exc
+            TALLY["regeneration refused (graph out of curation)"] += 1
             return
         job = generation.job_run_inline(job=job)
         assert job.status == "succeeded", (job.status, job.error)
