@@ -106,6 +106,14 @@ def default_project_id() -> int:
     return default_project().pk
 
 
+def current_slug() -> str:
+    """The current project's slug, else Default's: a cache key part that needs no query."""
+    from projects.models import DEFAULT_SLUG
+
+    project = _current.get()
+    return project.slug if project is not None else DEFAULT_SLUG
+
+
 def project_for_new_row() -> int:
     """The `project` field's default: the current project, else Default."""
     pk = current_project_id()

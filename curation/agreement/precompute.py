@@ -49,9 +49,9 @@ WAITING_SECONDS = 60
 
 def _key(name: str) -> str:
     """Each project has its own figures (issue #30): the keys carry the current project's id."""
-    from projects.context import project_for_new_row
+    from projects.context import current_slug
 
-    return f"{name}:{project_for_new_row()}"
+    return f"{name}:{current_slug()}"
 
 
 def _mark_models():

@@ -100,9 +100,9 @@ KEYS = "1234567890"
 
 def _guide_key(stage: str) -> str:
     """Guidelines are per project (issue #30): so is their cache entry."""
-    from projects.context import project_for_new_row
+    from projects.context import current_slug
 
-    return f"curation:guide:{project_for_new_row()}:{stage}"
+    return f"curation:guide:{current_slug()}:{stage}"
 
 
 def current_guide(stage: str) -> tuple[StageGuide, int]:

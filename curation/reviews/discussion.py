@@ -198,9 +198,9 @@ UNREAD_CACHE_SECONDS = 600
 
 def _unread_key(user_id: int) -> str:
     """Per user and project: notifications are counted in the current project (issue #30)."""
-    from projects.context import project_for_new_row
+    from projects.context import current_slug
 
-    return f"almita:unread:{project_for_new_row()}:{user_id}"
+    return f"almita:unread:{current_slug()}:{user_id}"
 
 
 def unread_count(user) -> int:
