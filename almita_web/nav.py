@@ -11,7 +11,7 @@ import functools
 from dataclasses import dataclass
 
 from django.http import HttpRequest
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
 
 from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, request_roles
 
@@ -55,9 +55,14 @@ GROUPS: list[tuple[str, list[Link]]] = [
 
 
 @functools.cache
-def _url(link: Link) -> str:
-    # URLs never change while the process runs: reverse each once (the bar is on every page).
+def _url_under(link: Link, prefix: str) -> str:
     return reverse(link.name, args=link.args)
+
+
+def _url(link: Link) -> str:
+    # URLs never change while the process runs: reverse each once per project prefix (the bar is
+    # on every page).
+    return _url_under(link, get_script_prefix())
 
 
 def nav_groups(roles: set[str], path: str = "") -> list[dict]:

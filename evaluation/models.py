@@ -6,6 +6,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from projects.scoping import ProjectManager, owner_scoped_manager, project_field
+
 from curation.models import Release
 
 
@@ -31,7 +33,9 @@ class Agent(models.Model):
     Mode = AgentMode
     Knowledge = AgentKnowledge
 
-    name = models.CharField(max_length=200, unique=True)
+    project = project_field()
+    objects = ProjectManager()
+    name = models.CharField(max_length=200)
     mode = models.CharField(max_length=16, choices=AgentMode.choices, default=AgentMode.PROMPT)
     knowledge = models.CharField(max_length=16, choices=AgentKnowledge.choices, default=AgentKnowledge.PROCEDURE)
     base_url = models.CharField(max_length=500, blank=True, help_text="Empty: OPENAI_BASE_URL")
@@ -53,6 +57,7 @@ class Agent(models.Model):
     class Meta:
         ordering = ["name"]
         constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="agent_unique_name_per_project"),
             models.CheckConstraint(condition=Q(mode__in=AgentMode.values), name="agent_mode_valid"),
             models.CheckConstraint(condition=Q(knowledge__in=AgentKnowledge.values), name="agent_knowledge_valid"),
             models.CheckConstraint(condition=Q(temperature__gte=0) & Q(temperature__lte=2), name="agent_temperature_range"),
@@ -102,6 +107,8 @@ class RunBase(models.Model):
 
     Status = RunStatus
 
+    project = project_field()
+    objects = ProjectManager()
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
     # How many tests or sessions are in flight at once (each lane is one Celery task looping).
     concurrency = models.PositiveSmallIntegerField(default=4)
@@ -182,6 +189,7 @@ class ResultState(models.TextChoices):
 class TestResult(models.Model):
     """One row per (run, test), created pending when the run is created; a lane claims it with a
     conditional update, so a rerun overwrites instead of duplicating."""
+    objects = owner_scoped_manager("run__project_id")
 
     State = ResultState
 
@@ -247,6 +255,7 @@ class SessionRun(RunBase):
 
 class SessionResult(models.Model):
     """One simulated session: created pending; a lane claims it with a conditional update."""
+    objects = owner_scoped_manager("run__project_id")
 
     State = ResultState
 

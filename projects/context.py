@@ -89,17 +89,29 @@ def default_project() -> "Project":
     if found is not None:
         _default_id = found.pk
         return found
-    project, _ = Project.objects.get_or_create(slug=DEFAULT_SLUG, defaults={
+    project, created = Project.objects.get_or_create(slug=DEFAULT_SLUG, defaults={
         "name": "Default", "reviews_per_item": settings.REVIEWS_PER_ITEM, "claim_minutes": settings.CLAIM_MINUTES})
-    _default_id = project.pk
+    if created:
+        # Created inside a transaction that may yet roll back: not remembered (the migration
+        # creates Default, so this happens only on a database built without migrations).
+        forget_cached()
+    else:
+        _default_id = project.pk
     return project
 
 
 def default_project_id() -> int:
-    global _default_id
-    if _default_id is None:
-        default_project()
-    return _default_id  # type: ignore[return-value]
+    if _default_id is not None:
+        return _default_id
+    return default_project().pk
+
+
+def current_slug() -> str:
+    """The current project's slug, else Default's: a cache key part that needs no query."""
+    from projects.models import DEFAULT_SLUG
+
+    project = _current.get()
+    return project.slug if project is not None else DEFAULT_SLUG
 
 
 def project_for_new_row() -> int:

@@ -24,6 +24,16 @@ def make_user(username: str, *roles: str) -> User:
     return user
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The Default project exists, as the migration creates it (the suite runs without migrations)."""
+    from projects.context import default_project, forget_cached
+
+    with django_db_blocker.unblock():
+        default_project()
+        forget_cached()
+
+
 @pytest.fixture(autouse=True)
 def _forget_projects():
     """Each test's database starts without the previous test's Default project (rolled back)."""
@@ -197,3 +207,22 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05, message: 
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+@pytest.fixture(autouse=True)
+def _no_stored_analytics():
+    """The stored analytics table (curation.agreement.precompute) is keyed by the largest ids,
+    which a rolled-back SQLite test reuses: no test sees another's figures."""
+    from curation.agreement.precompute import forget
+
+    forget()
+    yield
+    forget()
+
+
+@pytest.fixture
+def analytics_inline(monkeypatch):
+    """No worker: the analytics page computes stale figures itself (as with CELERY_TASK_ALWAYS_EAGER)."""
+    from curation.agreement import precompute
+
+    monkeypatch.setattr(precompute, "inline", lambda: True)

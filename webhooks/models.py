@@ -8,6 +8,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from projects.scoping import ProjectManager, owner_scoped_manager, project_field
+
 EVENTS = [
     ("item.fully_reviewed", "An item received all its reviews"),
     ("item.adjudicated", "An adjudicator decided an item"),
@@ -20,6 +22,8 @@ TEST_EVENT = "webhook.test"
 
 
 class Webhook(models.Model):
+    project = project_field()
+    objects = ProjectManager()
     name = models.CharField(max_length=200)
     url = models.URLField(max_length=500)
     events = models.JSONField(default=list, help_text="event names; empty means every event")
@@ -51,6 +55,7 @@ class DeliveryState(models.TextChoices):
 class Delivery(models.Model):
     """One event for one webhook. The body is fixed at creation (the same bytes on every attempt);
     each attempt signs it with a fresh timestamp. `uuid` is the delivery id receivers dedupe on."""
+    objects = owner_scoped_manager("webhook__project_id")
 
     State = DeliveryState
 

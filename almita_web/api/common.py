@@ -5,9 +5,10 @@ from typing import Any, Callable
 
 from rest_framework import serializers
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.exceptions import NotFound
 from rest_framework.permissions import BasePermission
 
-from almita_web.roles import has_role
+from almita_web.roles import has_role, user_roles
 
 
 class _RolePermission(BasePermission):
@@ -16,7 +17,14 @@ class _RolePermission(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         user = request.user
-        return bool(user and user.is_authenticated and has_role(user, *self.roles))
+        if not (user and user.is_authenticated):
+            return False
+        # A token caller is known only now (after the project middleware): outside the URL's
+        # project, the project does not exist for them (404, like the pages).
+        project = getattr(request._request, "project_from_url", None)
+        if project is not None and not user.is_superuser and not user_roles(user, project.pk):
+            raise NotFound("No such project.")
+        return has_role(user, *self.roles)
 
 
 def role_permission(*roles: str) -> type[BasePermission]:

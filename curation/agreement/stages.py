@@ -26,6 +26,7 @@ from curation.agreement.measures import (
     percent_from_counts,
 )
 from curation.models import GoldItem, ItemState, Review, ReviewItem, ReviewStage, Verdict
+from projects.context import current_project_id
 
 COMPLETE_STATES = (ItemState.DISAGREEMENT, ItemState.DECIDED)
 LABELS = (Verdict.ACCEPT.value, Verdict.REJECT.value)  # bit 0 and 1 below
@@ -45,6 +46,10 @@ def _where(stage: str | None, many: bool = False) -> tuple[str, list[Any]]:
         params.append(stage)
     if many:  # only items with three reviews or more
         sql += f" AND (SELECT COUNT(*) FROM {Review._meta.db_table} x WHERE x.item_id = i.id) > 2"
+    pid = current_project_id()
+    if pid is not None:  # the current project's items only (issue #30)
+        sql += " AND i.project_id = %s"
+        params.append(pid)
     return sql, params
 
 

@@ -98,6 +98,13 @@ _LOCAL: dict[str, tuple[float, tuple]] = {}
 KEYS = "1234567890"
 
 
+def _guide_key(stage: str) -> str:
+    """Guidelines are per project (issue #30): so is their cache entry."""
+    from projects.context import current_slug
+
+    return f"curation:guide:{current_slug()}:{stage}"
+
+
 def current_guide(stage: str) -> tuple[StageGuide, int]:
     """The stage's guide as last saved by an admin (curation.GuidelineVersion), else the built-in one.
 
@@ -109,7 +116,7 @@ def current_guide(stage: str) -> tuple[StageGuide, int]:
 
     # In the shared cache (cleared by guideline_save), with a two-second copy in the process in
     # front of it: every review page reads it several times.
-    key = f"curation:guide:{stage}"
+    key = _guide_key(stage)
     local = _LOCAL.get(key)
     if local is not None and time.monotonic() - local[0] < LOCAL_SECONDS:
         return local[1]
@@ -215,8 +222,8 @@ def guideline_save(*, actor, stage: str, summary: str, checks: str, codes: str):
         row = GuidelineVersion.objects.create(stage=stage, version=last + 1, summary=summary[:10000],
                                               checks=check_list[:50], human_codes=[list(c) for c in human],
                                               created_by=actor)
-    cache.delete(f"curation:guide:{stage}")
-    _LOCAL.pop(f"curation:guide:{stage}", None)
+    cache.delete(_guide_key(stage))
+    _LOCAL.pop(_guide_key(stage), None)
     return row
 
 

@@ -45,6 +45,11 @@ def feedback(request: HttpRequest, parent: str, pk: int) -> HttpResponse:
 
     if parent not in CHILDREN:
         raise Http404("unknown parent kind")
+    from generation.models import ConversationGraph, Flowgraph, Procedure
+
+    parents = {"procedure": Procedure, "flowgraph": Flowgraph, "conversation_graph": ConversationGraph}
+    if not parents[parent].objects.filter(pk=pk).exists():  # none, or another project's
+        raise Http404("no such artifact")
     if request.method == "POST":
         try:
             job, fb = regenerate_with_feedback(parent=parent, parent_id=pk, created_by=request.user)

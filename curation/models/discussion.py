@@ -11,10 +11,13 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from projects.scoping import owner_scoped_manager
+
 from curation.models.reviews import ReviewItem
 
 
 class Comment(models.Model):
+    objects = owner_scoped_manager("item__project_id")
     item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="comments")
     author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="item_comments")
     body = models.TextField()
@@ -26,6 +29,7 @@ class Comment(models.Model):
 
 
 class Notification(models.Model):
+    objects = owner_scoped_manager("item__project_id")
     class Kind(models.TextChoices):
         OVERTURNED = "overturned", "Your verdict was overturned"
 

@@ -10,6 +10,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from projects.scoping import ProjectManager, project_field
+
 from curation.models.reviews import Review, ReviewItem, ReviewStage, Verdict
 
 
@@ -64,6 +66,8 @@ class GoldOrigin(models.TextChoices):
 
 class GoldItem(models.Model):
     """An item whose right verdict is known: checks annotators, never reaches a release."""
+    project = project_field()
+    objects = ProjectManager()
 
     item = models.OneToOneField(ReviewItem, on_delete=models.CASCADE, related_name="gold")
     expected = models.CharField(max_length=8, choices=Verdict.choices)
@@ -83,7 +87,10 @@ class GoldItem(models.Model):
 
 
 class GuidelineVersion(models.Model):
-    """One saved edit of a stage's guidelines and human-judgement reason codes."""
+    """One saved edit of a stage's guidelines and human-judgement reason codes (per project)."""
+
+    project = project_field()
+    objects = ProjectManager()
 
     stage = models.CharField(max_length=32, choices=ReviewStage.choices)
     version = models.PositiveIntegerField()
@@ -98,7 +105,7 @@ class GuidelineVersion(models.Model):
     class Meta:
         ordering = ["stage", "-version"]
         constraints = [
-            models.UniqueConstraint(fields=["stage", "version"], name="guidelineversion_unique"),
+            models.UniqueConstraint(fields=["project", "stage", "version"], name="guidelineversion_unique"),
             models.CheckConstraint(condition=Q(stage__in=ReviewStage.values), name="guidelineversion_stage_valid"),
             models.CheckConstraint(condition=Q(version__gte=1), name="guidelineversion_positive"),
         ]

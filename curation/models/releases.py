@@ -6,6 +6,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from projects.scoping import ProjectManager, project_field
+
 
 class ReleaseKind(models.TextChoices):
     CURATED = "curated", "Curated (accepted items)"
@@ -13,7 +15,11 @@ class ReleaseKind(models.TextChoices):
 
 
 class Release(models.Model):
-    """An immutable snapshot of a curated (or automatic) dataset."""
+    """An immutable snapshot of a curated (or automatic) dataset; versions are numbered per project.
+
+    Its tests and records (ReleaseTest, ReleaseRecord) are reached through it and stay unscoped."""
+    project = project_field()
+    objects = ProjectManager()
 
     Kind = ReleaseKind
 
@@ -41,7 +47,7 @@ class Release(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["name", "version"], name="release_unique_version"),
+            models.UniqueConstraint(fields=["project", "name", "version"], name="release_unique_version"),
             models.CheckConstraint(condition=Q(kind__in=ReleaseKind.values), name="release_kind_valid"),
         ]
 

@@ -11,6 +11,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from projects.scoping import ProjectManager, owner_scoped_manager, project_field
+
 
 class ReviewStage(models.TextChoices):
     PROCEDURE = "procedure", "Procedure with APIs"
@@ -31,6 +33,8 @@ class ItemState(models.TextChoices):
 
 
 class ReviewItem(models.Model):
+    project = project_field()
+    objects = ProjectManager()
     stage = models.CharField(max_length=32, choices=ReviewStage.choices)
     object_id = models.PositiveBigIntegerField()
     required_reviews = models.PositiveSmallIntegerField(default=2)
@@ -47,6 +51,9 @@ class ReviewItem(models.Model):
     # An adjudicator or admin took it out of curation in the explorer ("Exclude"): it stays
     # excluded, with everything below it, until they include it again, whatever the cascade does.
     withheld = models.BooleanField(default=False)
+    # Its artifact was corrected, or a correction above it marked it (issue #31 item 5): the review
+    # page and the queue read the notice only then, so the common page costs no query for it.
+    corrected = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["id"]
@@ -84,6 +91,7 @@ class ReviewItem(models.Model):
 
 class Claim(models.Model):
     """An annotator holds an item until they submit, skip, or the claim expires."""
+    objects = owner_scoped_manager("item__project_id")
 
     # Neither key has a column index of its own: the unique (item, annotator) and the index
     # (annotator, expires_at) below start with them.
@@ -110,6 +118,7 @@ class Claim(models.Model):
 
 
 class Skip(models.Model):
+    objects = owner_scoped_manager("item__project_id")
     item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="skips")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="skips")
     reason = models.CharField(max_length=300)
@@ -122,6 +131,7 @@ class Skip(models.Model):
 
 
 class Review(models.Model):
+    objects = owner_scoped_manager("item__project_id")
     # No column index of their own: the unique (item, annotator) and review_annotator_recent start with them.
     item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="reviews", db_index=False)
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="reviews",
@@ -150,6 +160,7 @@ class Review(models.Model):
 
 
 class Resolution(models.Model):
+    objects = owner_scoped_manager("item__project_id")
     item = models.OneToOneField(ReviewItem, on_delete=models.CASCADE, related_name="resolution")
     adjudicator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="resolutions")
     decision = models.CharField(max_length=8, choices=Verdict.choices)
@@ -164,6 +175,8 @@ class Resolution(models.Model):
 
 
 class AuditEvent(models.Model):
+    project = project_field()
+    objects = ProjectManager()
     class Action(models.TextChoices):
         CLAIM = "claim", "Claim"
         SKIP = "skip", "Skip"

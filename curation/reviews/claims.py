@@ -25,7 +25,11 @@ class CurationError(Exception):
 
 
 def _claim_expiry(now):
-    return now + timedelta(minutes=settings.CLAIM_MINUTES)
+    """A claim lasts the current project's claim expiry (its settings page; CLAIM_MINUTES for Default)."""
+    from projects.context import current_project
+
+    project = current_project()
+    return now + timedelta(minutes=project.claim_minutes if project is not None else settings.CLAIM_MINUTES)
 
 
 def _audit(actor, action: str, item: ReviewItem | None, before: dict | None = None, after: dict | None = None) -> None:

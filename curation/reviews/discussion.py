@@ -197,7 +197,10 @@ UNREAD_CACHE_SECONDS = 600
 
 
 def _unread_key(user_id: int) -> str:
-    return f"almita:unread:{user_id}"
+    """Per user and project: notifications are counted in the current project (issue #30)."""
+    from projects.context import current_slug
+
+    return f"almita:unread:{current_slug()}:{user_id}"
 
 
 def unread_count(user) -> int:

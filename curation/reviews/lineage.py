@@ -44,10 +44,12 @@ ADJUDICATION = "adjudication"
 STRICT = "strict"
 
 
-def required_reviews_for(stage: str) -> int:
-    """settings.REVIEWS_PER_STAGE = {"conversation": 1, ...} overrides REVIEWS_PER_ITEM per stage."""
-    per_stage = getattr(settings, "REVIEWS_PER_STAGE", None) or {}
-    return int(per_stage.get(stage, settings.REVIEWS_PER_ITEM))
+def required_reviews_for(stage: str, project=None) -> int:
+    """The project's reviews per item (its settings page; default 2); settings.REVIEWS_PER_STAGE =
+    {"conversation": 1, ...} overrides it per stage for every project."""
+    from projects.context import project_or_default
+
+    return (project or project_or_default()).reviews_needed(stage)
 
 
 def policy_for(stage: str) -> str:
@@ -287,7 +289,7 @@ def descendant_statuses(item: ReviewItem) -> dict[str, dict[str, int]]:
 
 # --------------------------------------------------------------------------- items_sync
 
-_last_sync = 0.0
+_last_sync: dict[int | None, float] = {}  # per current project (None: every project)
 SYNC_INTERVAL_SECONDS = 5.0
 
 
@@ -302,13 +304,24 @@ def items_sync() -> int:
     Idempotent: the unique (stage, object_id) constraint plus ignore_conflicts make two
     concurrent runs create each item once.
     """
-    global _last_sync
+    from projects.context import current_project_id
+    from projects.models import Project
+
     any_rejected = ReviewItem.objects.filter(models.Q(state=ItemState.DECIDED, decision=Verdict.REJECT)
                                              | models.Q(excluded=True)).exists()
     created = 0
+    projects: dict[int, Project] = {}
     for stage, model in STAGE_MODELS.items():
-        existing = ReviewItem.objects.filter(stage=stage).values("object_id")
-        rows = list(model.objects.exclude(pk__in=existing).values_list("pk", "validation"))
+        existing = ReviewItem._base_manager.filter(stage=stage).values("object_id")
+        found = list(model.objects.exclude(pk__in=existing).values_list("pk", "validation", "project_id"))
+        if not found:
+            continue
+        # Each item belongs to its artifact's project, needs that project's reviews per item, and
+        # exists only when the project reviews the stage (its settings page).
+        if not projects:
+            projects = {p.pk: p for p in Project.objects.all()}
+        rows = [(pk, validation) for pk, validation, pid in found if projects[pid].reviews_stage(stage)]
+        owner = {pk: pid for pk, _validation, pid in found}
         if not rows:
             continue
         warned = {pk for pk, validation in rows if _has_warnings(validation)}
@@ -318,19 +331,19 @@ def items_sync() -> int:
             ):
                 if _has_warnings(validation):
                     warned.add(pid)
-        required = required_reviews_for(stage)
         blocked = {pk for pk, _ in rows if any_rejected and blocked_above(stage, pk)}
-        before = ReviewItem.objects.filter(stage=stage).count()
+        before = ReviewItem._base_manager.filter(stage=stage).count()
         ReviewItem.objects.bulk_create(
-            [ReviewItem(stage=stage, object_id=pk, required_reviews=required, has_warnings=pk in warned,
-                        excluded=pk in blocked) for pk, _ in rows],
+            [ReviewItem(stage=stage, object_id=pk, project_id=owner[pk],
+                        required_reviews=required_reviews_for(stage, projects[owner[pk]]),
+                        has_warnings=pk in warned, excluded=pk in blocked) for pk, _ in rows],
             ignore_conflicts=True, batch_size=500,
         )
-        created += ReviewItem.objects.filter(stage=stage).count() - before
+        created += ReviewItem._base_manager.filter(stage=stage).count() - before
         if blocked:
             # Born under a rejected ancestor: excluded at once, with everything below it.
             _recompute(stage, sorted(blocked), True, Counter())
-    _last_sync = time.monotonic()
+    _last_sync[current_project_id()] = time.monotonic()
     return created
 
 
@@ -357,14 +370,15 @@ def items_sync_throttled(*, full: bool = True) -> None:
 
     ``full=False`` (claim-next, the hottest request) runs it only when items_missing_likely().
     """
-    global _last_sync
-    if time.monotonic() - _last_sync >= SYNC_INTERVAL_SECONDS:
+    from projects.context import current_project_id
+
+    pid = current_project_id()
+    if time.monotonic() - _last_sync.get(pid, 0.0) >= SYNC_INTERVAL_SECONDS:
         if full or items_missing_likely():
             items_sync()
         else:
-            _last_sync = time.monotonic()
+            _last_sync[pid] = time.monotonic()
 
 
 def reset_sync_throttle() -> None:
-    global _last_sync
-    _last_sync = 0.0
+    _last_sync.clear()

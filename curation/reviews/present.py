@@ -63,11 +63,13 @@ def highlighted_svg(cg: ConversationGraph, path_nodes: list, conversation_id: in
 def stage_fragments(stage: str, can_review: bool) -> dict[str, Any]:
     """The review page's parts that depend on the stage and its guideline version alone."""
     guide, version = current_guide(stage)
-    return {**_fragments(stage, can_review, version, guide), "guideline_version": version}
+    from projects.context import current_project_id
+
+    return {**_fragments(stage, can_review, version, guide, current_project_id()), "guideline_version": version}
 
 
 @functools.lru_cache(maxsize=64)
-def _fragments(stage: str, can_review: bool, version: int, guide) -> dict[str, str]:
+def _fragments(stage: str, can_review: bool, version: int, guide, _project_id: int | None) -> dict[str, str]:
     # Rendered once per process and guideline version (autoescaped as ever; guideline Markdown
     # is sanitised): they were half the review page's template time.
     ctx = {"guide": guide, "version": version, "reason_codes": reason_codes(stage, guide),

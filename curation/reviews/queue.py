@@ -17,6 +17,7 @@ from datetime import datetime
 from django.db import connection
 
 from curation.models import Claim, ItemState, Review, ReviewItem, Skip
+from projects.context import current_project_id
 
 _ITEM = ReviewItem._meta.db_table
 _REVIEW = Review._meta.db_table
@@ -27,6 +28,16 @@ _GOLD = "curation_golditem"  # curation.models.GoldItem (that module imports thi
 
 def _ts(value: datetime):
     return connection.ops.adapt_datetimefield_value(value)
+
+
+def _in_project(alias: str, params: list) -> str:
+    """" AND <alias>.project_id = %s" in the current project (issue #30), "" with none set.
+    The unary plus keeps SQLite from trading the queue index for the project column's."""
+    pid = current_project_id()
+    if pid is None:
+        return ""
+    params.append(pid)
+    return f" AND +{alias}.project_id = %s"
 
 
 def _first(rows):
@@ -85,6 +96,7 @@ def _candidate_where(*, stage: str, annotator_id: int, now: datetime, exclude_id
         " AND c2.expires_at > %s) < i.required_reviews"
         f"{not_in}"
     )
+    where += _in_project("i", params)
     return where, params
 
 
@@ -116,14 +128,18 @@ def gold_share(*, stage: str) -> float:
     # Gold rows first, each item looked up by key: a scalar subquery is never turned into a join,
     # so no plan can walk the stage's open items instead (Postgres did, 0.2 ms per claim at 500
     # open items, when its statistics had not yet seen the gold table).
+    gold_params: list = [stage, ItemState.OPEN]
+    in_gold = _in_project("i", gold_params)
+    item_params: list = [stage, ItemState.OPEN]
+    in_items = _in_project("i", item_params)
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM {_GOLD} g WHERE (SELECT i.stage = %s AND i.state = %s"
-                f" AND NOT i.excluded FROM {_ITEM} i WHERE i.id = g.item_id)", [stage, ItemState.OPEN])
+                f" AND NOT i.excluded{in_gold} FROM {_ITEM} i WHERE i.id = g.item_id)", gold_params)
         gold = cursor.fetchone()[0]
         if not gold:
             return 0.0
-        cursor.execute(f"SELECT COUNT(*) FROM {_ITEM} i WHERE i.stage = %s AND i.state = %s AND NOT i.excluded",
-                       [stage, ItemState.OPEN])
+        cursor.execute(f"SELECT COUNT(*) FROM {_ITEM} i WHERE i.stage = %s AND i.state = %s AND NOT i.excluded"
+                       f"{in_items}", item_params)
         return gold / max(1, cursor.fetchone()[0])
 
 
@@ -132,13 +148,16 @@ def held_item(*, stage: str, annotator_id: int, now: datetime) -> ReviewItem | N
     # The annotator's claims first, each item checked by key: subqueries in this shape are never
     # turned into a join, so no plan can walk the stage's open items and probe each for a claim
     # (as a join it once took 1.6 ms a call under bench/review_http.py; 0.12 ms mean in this shape).
+    params: list = [annotator_id, _ts(now), stage, ItemState.OPEN]
+    in_project = _in_project("o", params)
     sql = (
         f"SELECT i.* FROM {_ITEM} i WHERE i.id = (SELECT c.item_id FROM {_CLAIM} c"
         " WHERE c.annotator_id = %s AND c.expires_at > %s"
-        f" AND (SELECT o.stage = %s AND o.state = %s AND NOT o.excluded FROM {_ITEM} o WHERE o.id = c.item_id)"
+        f" AND (SELECT o.stage = %s AND o.state = %s AND NOT o.excluded{in_project} FROM {_ITEM} o"
+        " WHERE o.id = c.item_id)"
         " ORDER BY c.claimed_at, c.id LIMIT 1)"
     )
-    return _first(ReviewItem.objects.raw(sql, [annotator_id, _ts(now), stage, ItemState.OPEN]))
+    return _first(ReviewItem.objects.raw(sql, params))
 
 
 def active_claims_of_others(*, item_id: int, annotator_id: int, now: datetime) -> int:

@@ -10,11 +10,16 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from projects.scoping import ProjectManager, project_field
+
 from generation.models.jobs import CurationStatus, GenerationJob, Origin
 
 
 class Artifact(models.Model):
-    """Fields every pipeline artifact shares."""
+    """Fields every pipeline artifact shares. `project` is its job's or import's project."""
+
+    project = project_field()
+    objects = ProjectManager()
 
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.GENERATED)
     job = models.ForeignKey(GenerationJob, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -38,7 +43,7 @@ class Artifact(models.Model):
                 name="%(app_label)s_%(class)s_unique_job_key",
             ),
             models.UniqueConstraint(
-                fields=["key"],
+                fields=["project", "key"],
                 condition=Q(job__isnull=True) & ~Q(key=""),
                 name="%(app_label)s_%(class)s_unique_import_key",
             ),

@@ -9,6 +9,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from projects.scoping import ProjectManager, project_field
+
 
 class Origin(models.TextChoices):
     GENERATED = "generated", "Generated"
@@ -61,6 +63,8 @@ class IllegalTransition(Exception):
 
 
 class GenerationJob(models.Model):
+    project = project_field()
+    objects = ProjectManager()
     name = models.CharField(max_length=200, blank=True)
     config = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)

@@ -10,7 +10,9 @@ from tests.conftest import REPO
 
 # app → apps it must never import
 FORBIDDEN = {"generation": {"curation", "evaluation", "demo"}, "curation": {"evaluation", "demo"},
-             "evaluation": {"demo"}}
+             "evaluation": {"demo"},
+             # projects sits below every app: they all scope their rows through it.
+             "projects": {"generation", "curation", "evaluation", "webhooks", "demo"}}
 
 PACKAGES = {"reviews", "releases", "agreement", "guidance", "loop"}
 # What the app's own wiring (urls, admin, API routes, commands) may take from a package besides its

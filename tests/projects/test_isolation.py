@@ -1,0 +1,84 @@
+"""Per-project roles, scoped queries, 404 for another project's ids, links inside the project."""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from curation.models import ReviewItem
+from generation.models import Flowgraph, Procedure
+from projects.context import use_project
+
+pytestmark = pytest.mark.django_db
+
+
+def test_rows_belong_to_the_project_they_were_made_in(world):
+    assert world.a_lineage.procedure.project_id == world.a.pk
+    assert world.b_lineage.procedure.project_id == world.b.pk
+    b_item = ReviewItem._base_manager.get(stage="procedure", object_id=world.b_lineage.procedure.pk)
+    assert b_item.project_id == world.b.pk  # the item takes its artifact's project
+    with use_project(world.a):
+        assert set(Procedure.objects.values_list("pk", flat=True)) == {world.a_lineage.procedure.pk}
+        assert not ReviewItem.objects.filter(pk=b_item.pk).exists()
+    with use_project(world.b):
+        assert list(Flowgraph.objects.values_list("pk", flat=True)) == [world.b_lineage.flowgraph.pk]
+    assert Procedure.objects.count() == 2  # no project set: site-wide code sees every row
+
+
+def test_an_annotator_of_a_only_gets_404_in_b(client, world):
+    client.force_login(world.only_a)
+    assert client.get("/p/default/curation/queue/").status_code == 200
+    assert client.get("/p/shipping/curation/queue/").status_code == 404
+    assert client.get("/p/shipping/").status_code == 404
+    assert client.get("/p/nowhere/curation/queue/").status_code == 404
+
+
+def test_roles_are_per_project(client, world):
+    client.force_login(world.admin_b)
+    assert client.get("/p/shipping/generation/").status_code == 200
+    assert client.get("/p/default/generation/").status_code == 404  # not a member of Default
+    client.force_login(world.both)
+    assert client.get("/p/shipping/curation/queue/").status_code == 200
+    assert client.get("/p/shipping/generation/").status_code == 403  # a member, not an admin there
+
+
+def test_links_stay_inside_the_project(client, world):
+    client.force_login(world.both)
+    page = client.get("/p/shipping/curation/queue/").content.decode()
+    assert 'href="/p/shipping/curation/' in page
+    assert reverse("curation:queue") == "/curation/queue/"  # the prefix ends with the request
+
+
+def test_unprefixed_urls_use_the_last_project(client, world):
+    client.force_login(world.both)
+    client.get("/p/shipping/curation/queue/")
+    item = ReviewItem._base_manager.get(stage="procedure", object_id=world.b_lineage.procedure.pk)
+    assert client.get(f"/curation/explore/item/{item.pk}/panel/").status_code in (200, 403)
+    assert client.session["almita_project"] == "shipping"
+    client.get("/p/default/curation/queue/")
+    assert client.session["almita_project"] == "default"
+
+
+def test_an_item_of_b_answers_404_in_a(client, world):
+    item_b = ReviewItem._base_manager.get(stage="procedure", object_id=world.b_lineage.procedure.pk)
+    client.force_login(world.root)
+    assert client.get(f"/p/shipping/curation/items/{item_b.pk}/").status_code in (200, 302)
+    assert client.get(f"/p/default/curation/items/{item_b.pk}/").status_code == 404
+    assert client.get(f"/p/default/api/procedures/{world.b_lineage.procedure.pk}/").status_code == 404
+    assert client.get(f"/p/shipping/api/procedures/{world.b_lineage.procedure.pk}/").status_code == 200
+
+
+def test_api_lists_only_the_project(client, world):
+    client.force_login(world.root)
+    ids = [r["id"] for r in client.get("/p/shipping/api/procedures/").json()["results"]]
+    assert ids == [world.b_lineage.procedure.pk]
+    ids = [r["id"] for r in client.get("/p/default/api/procedures/").json()["results"]]
+    assert ids == [world.a_lineage.procedure.pk]
+
+
+def test_token_caller_outside_the_project_gets_404(client, world):
+    from rest_framework.authtoken.models import Token
+
+    token = Token.objects.create(user=world.only_a)
+    auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
+    assert client.get("/p/default/api/reviews/", **auth).status_code == 200
+    assert client.get("/p/shipping/api/reviews/", **auth).status_code == 404
