@@ -48,7 +48,7 @@ def test_ids_of_b_answer_404_in_a(client, world, who):
                     status = getattr(client, method)(url, {}).status_code
                     if status != expected:
                         wrong.append(f"{who} {method.upper()} {url}: {status} (an id of nowhere: {expected})")
-    assert wrong == []
+    assert not wrong, "\n".join(wrong)
 
 
 def test_the_same_ids_answer_inside_b(client, world):
