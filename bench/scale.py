@@ -20,6 +20,7 @@ of every test (with its query count), 3 runs each, the release deleted between r
 Target: the release of 80,000 tests ≤ 4 s.
 
     .venv/bin/python bench/scale.py --sizes 50000 --only analytics
+    .venv/bin/python bench/scale.py --projects 10 --sizes 5000   # issue #30: 10 projects, timed in one
 
 times analytics alone (issue #31): the page from the figures the worker stored, its first view
 after a curation change (an adjudication reversed), analytics.csv, and the worker's recompute of
@@ -89,35 +90,52 @@ def load(n: int, annotators, artifacts: dict[str, list[int]]) -> None:
     Review.objects.bulk_create(reviews, batch_size=2000)
 
 
-def measure(n: int, repeat: int, only: str = "") -> dict[str, list[float]]:
+def measure(n: int, repeat: int, only: str = "", projects: int = 1) -> dict[str, list[float]]:
+    """Load and time. With `projects` > 1 (issue #30 item 6): that many projects of `n` items each,
+    made one after another; everything is timed in the last one (its rows have the highest ids, the
+    other projects' rows lie before them in every index) through its /p/<slug>/ URLs."""
     from django.contrib.auth.models import User
-    from django.db import connection
-    from django.test import Client
 
     from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, assign_roles
-    from curation.models import Claim, ReviewItem, ReviewStage
-    from curation.reviews import services
+    from projects.context import default_project, use_project
+    from projects.models import Project
 
-    annotators = []
-    for i in range(ANNOTATORS):
-        u = User.objects.create_user(f"scale{i}", password="x")
-        assign_roles(u, [ANNOTATOR])
-        annotators.append(u)
+    spaces = [default_project()] + [Project.objects.create(slug=f"bench{k}", name=f"Bench {k}")
+                                    for k in range(1, projects)]
+    annotators = [User.objects.create_user(f"scale{i}", password="x") for i in range(ANNOTATORS)]
     boss = User.objects.create_user("scale_boss", password="x")
-    assign_roles(boss, [ADJUDICATOR, RESEARCHER, ADMIN])
     fresh = User.objects.create_user("scale_fresh", password="x")
-    assign_roles(fresh, [ANNOTATOR])
+    for space in spaces:  # the same people in every project: their roles are looked up per project
+        for u in annotators + [fresh]:
+            assign_roles(u, [ANNOTATOR], space)
+        assign_roles(boss, [ADJUDICATOR, RESEARCHER, ADMIN], space)
     t0 = time.perf_counter()
     sys.path.insert(0, str(ROOT / "bench"))
     from scale_data import build_artifacts
 
     n_tests = round(n * TESTS_PER_ITEM)
-    artifacts = build_artifacts(n_tests)
-    load(n, annotators, artifacts)
+    for space in spaces:
+        with use_project(space):
+            artifacts = build_artifacts(n_tests)
+            load(n, annotators, artifacts)
+    target = spaces[-1]
+    prefix = target.prefix.rstrip("/") if projects > 1 else ""
+    with use_project(target if projects > 1 else None):
+        return _timed_ops(n, repeat, only, annotators, boss, fresh, artifacts, n_tests, prefix, t0, len(spaces))
+
+
+def _timed_ops(n, repeat, only, annotators, boss, fresh, artifacts, n_tests, prefix, t0, projects):
+    from django.db import connection
+    from django.test import Client
+
+    from curation.models import Claim, ReviewItem, ReviewStage
+    from curation.reviews import services
+
     if connection.vendor == "postgresql":  # what autovacuum would do soon after a bulk load
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
-    print(f"  loaded {n} items and {n_tests} tests with their lineage in {time.perf_counter() - t0:.1f} s", flush=True)
+    print(f"  loaded {projects} × {n} items and {n_tests} tests with their lineage in "
+          f"{time.perf_counter() - t0:.1f} s" + (f"; timing in {prefix}/" if prefix else ""), flush=True)
 
     times: dict[str, list[float]] = {}
     if only == "release":
@@ -145,8 +163,8 @@ def measure(n: int, repeat: int, only: str = "") -> dict[str, list[float]]:
                 Claim.objects.filter(item=item, annotator=fresh).delete()
         timed(f"claim-next {stage}", claim)
     class Checked(Client):  # every timed page must answer 200, or the figure means nothing
-        def get(self, *args, **kwargs):
-            resp = super().get(*args, **kwargs)
+        def get(self, path, *args, **kwargs):
+            resp = super().get(prefix + path, *args, **kwargs)
             assert resp.status_code == 200, (args, resp.status_code)
             return resp
 
@@ -274,6 +292,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="500,5000,50000")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--projects", type=int, default=1,
+                        help="issue #30: N projects of each size, timed in the last (e.g. --projects 10 --sizes 5000)")
     parser.add_argument("--release-only", action="store_true",
                         help="time only the automatic release (e.g. --sizes 50000 --release-only)")
     parser.add_argument("--only", choices=["release", "analytics"], default="",
@@ -293,7 +313,7 @@ def main() -> None:
         connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
         print(f"{connection.vendor}: {n} review items", flush=True)
         try:
-            results[n] = measure(n, args.repeat, args.only)
+            results[n] = measure(n, args.repeat, args.only, args.projects)
         finally:
             connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
     ops = list(results[sizes[0]])
@@ -313,6 +333,13 @@ def main() -> None:
             first, last = statistics.median(results[sizes[0]][op]), statistics.median(results[sizes[-1]][op])
         row += f"{last / first if first else float('nan'):8.1f}×"
         print(row)
+    n = sizes[-1]
+    checked = [op for op in results[n] if not op.startswith("release") and "worker" not in op]
+    over = [f"{op} {percentile(results[n][op], 95):.1f} ms" for op in checked
+            if percentile(results[n][op], 95) > (15 if op.startswith("claim-next") else 200)]
+    print(f"targets at {n} items" + (f" × {args.projects} projects (timed in the last)" if args.projects > 1 else "")
+          + f": claim-next ≤ 15 ms p95, every page ≤ 200 ms p95: {len(checked) - len(over)}/{len(checked)} met"
+          + (f"; over: {'; '.join(over)}" if over else ""))
     for n in [] if args.only else sizes:
         med = statistics.median(results[n]["verdicts CSV (conversation)"]) / 1000
         print(f"verdicts CSV at {n} items: {VERDICT_ROWS[n]:,} rows, {VERDICT_ROWS[n] / med:,.0f} rows/s")
