@@ -4,9 +4,11 @@ from __future__ import annotations
 from celery import shared_task
 
 from evaluation import services
+from projects.celery import in_project_of
 
 
 @shared_task(ignore_result=True)
+@in_project_of("evaluation.EvaluationRun", "run_id")
 def evaluate_lane(run_id: int) -> None:
     """One lane of a run: claim a pending test (conditional update), evaluate it, store its result
     keyed on (run, test); repeat until none is left; the last lane finishes the run.
@@ -21,6 +23,7 @@ def evaluate_lane(run_id: int) -> None:
 
 
 @shared_task(ignore_result=True)
+@in_project_of("evaluation.SessionRun", "run_id")
 def session_lane(run_id: int) -> None:
     """One lane of a session run: claim a pending session, simulate and judge it, store it; repeat.
     Idempotent like evaluate_lane (a redelivered lane claims the next pending session)."""

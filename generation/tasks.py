@@ -12,6 +12,7 @@ from django.db import OperationalError
 from generation import services
 from generation.stages import needs_llm
 from generation.redact import redact
+from projects.celery import in_project_of
 
 logger = logging.getLogger(__name__)
 
@@ -21,6 +22,7 @@ DB_RETRY = {"autoretry_for": (OperationalError,), "retry_backoff": 0.5, "retry_b
 
 
 @shared_task(name="generation.job_advance", **DB_RETRY)
+@in_project_of("generation.GenerationJob", "job_id")
 def job_advance_task(job_id: int) -> None:
     """Move a job forward: claim and publish the next stage, or finish the job.
 
@@ -94,6 +96,7 @@ def _run_item(job_id: int, stage: str, key: str, delivery: str | None) -> bool:
 
 
 @shared_task(name="generation.item_run", bind=True, **DB_RETRY)
+@in_project_of("generation.GenerationJob", "job_id")
 def item_run_task(self, job_id: int, stage: str, key: str) -> None:
     """Process one work item of one stage.
 
@@ -107,6 +110,7 @@ def item_run_task(self, job_id: int, stage: str, key: str) -> None:
 
 
 @shared_task(name="generation.items_run", bind=True, **DB_RETRY)
+@in_project_of("generation.GenerationJob", "job_id")
 def items_run_task(self, job_id: int, stage: str, keys: list[str]) -> None:
     """Process several items of one stage in turn (offline stages; see BatchPublisher), each as item_run_task."""
     done = False

@@ -39,3 +39,36 @@ def _leave_project(task_id=None, **_kwargs) -> None:
     token = _tokens.pop(task_id, None)
     if token is not None:
         context.reset_current(token)
+
+
+def in_project_of(model_label: str, arg: str, through: str = "project_id"):
+    """Task decorator: run in the project of the row whose id is the task's `arg` (a job, a run,
+    a delivery through its webhook). A message sent from another project than the row's is refused
+    (logged, nothing done): a task never works across projects by accident."""
+    import functools
+    import inspect
+    import logging
+
+    def decorator(fn):
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            from django.apps import apps
+
+            pk = signature.bind(*args, **kwargs).arguments[arg]
+            model = apps.get_model(model_label)
+            pid = model._base_manager.filter(pk=pk).values_list(through, flat=True).first()
+            if pid is None:  # gone (or unscoped): the task's own lookup decides
+                return fn(*args, **kwargs)
+            sent_from = context.current_project_id()
+            if sent_from is not None and sent_from != pid:
+                logging.getLogger(__name__).warning("%s: %s %s is not in project %s; refused",
+                                                    fn.__name__, model_label, pk, sent_from)
+                return None
+            with context.use_project(pid):
+                return fn(*args, **kwargs)
+
+        return wrapped
+
+    return decorator

@@ -93,9 +93,13 @@ def _enqueue(delivery_ids: list[int]) -> None:
             log.error("webhook delivery %s could not be queued: %s", pk, type(exc).__name__)
 
 
-def fan_out(event: str, data: dict[str, Any]) -> list[int]:
-    """One Delivery per webhook subscribed to `event`, each queued. Returns their ids."""
-    active = Webhook.objects.filter(active=True).order_by("name", "id")
+def fan_out(event: str, data: dict[str, Any], project_id: int | None = None) -> list[int]:
+    """One Delivery per webhook of the project subscribed to `event`, each queued. Returns their ids.
+    ``project_id``: the project the event happened in (default: the current one, else Default)."""
+    from projects.context import project_for_new_row
+
+    pid = project_id if project_id is not None else project_for_new_row()
+    active = Webhook._base_manager.filter(active=True, project_id=pid).order_by("name", "id")
     hooks = [h for h in active if h.wants(event)]
     if not hooks:
         return []
@@ -110,9 +114,16 @@ def emit(event: str, **data: Any) -> None:
     if event not in EVENT_NAMES:
         raise WebhookError(f"unknown event {event!r}")
 
+    from projects.context import current_project, project_for_new_row
+
+    # Only the project's own webhooks hear of it (issue #30); the payload names the project.
+    pid = project_for_new_row()
+    project = current_project()
+    data = {**data, "project": project.slug if project is not None else "default"}
+
     def send() -> None:
         try:
-            fan_out(event, data)
+            fan_out(event, data, pid)
         except Exception as exc:  # noqa: BLE001 - notifications never fail the work they report
             log.error("webhook event %s not recorded: %s", event, type(exc).__name__)
 

@@ -43,7 +43,8 @@ def test_an_event_is_delivered_signed_and_the_receiver_verifies_it(db, fast_back
     assert headers[crypto.SIGNATURE_HEADER].startswith("sha256=")
     assert abs(int(headers[crypto.TIMESTAMP_HEADER]) - time.time()) < 60
     body = json.loads(request["body"])
-    assert body["event"] == "release.created" and body["data"] == {"release_id": 7, "name": "r", "version": 2}
+    assert body["event"] == "release.created" and body["data"] == {"release_id": 7, "name": "r", "version": 2,
+                                                                   "project": "default"}
     assert secret not in request["body"].decode() and secret not in json.dumps(headers)
     d = Delivery.objects.get()
     assert (d.state, d.attempts, d.response_status, str(d.uuid)) == ("delivered", 1, 200, headers[crypto.DELIVERY_HEADER])
@@ -168,7 +169,8 @@ def test_the_workflows_emit_their_events(db, settings, small_release_for_hooks, 
                            "evaluation.finished"}
     assert events["item.fully_reviewed"]["item_id"] == item.pk and events["item.fully_reviewed"]["state"] == "disagreement"
     assert events["item.adjudicated"]["decision"] == "accept"
-    assert events["job.finished"] == {"job_id": job.pk, "name": job.name, "status": "cancelled", "error": ""}
+    assert events["job.finished"] == {"job_id": job.pk, "name": job.name, "status": "cancelled", "error": "",
+                                      "project": "default"}
     assert events["release.created"]["name"] == "hooks"
     finished = events["evaluation.finished"]
     assert finished["status"] == "succeeded" and finished["metrics"]["test_correct"] == 1.0

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from curation.models import Release
 from curation.releases.services import audit_card_lines, release_audit, release_find
+from projects.commands import ProjectCommand
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Audit a release's tests. RELEASE is an id, a name (latest version) or name@version."
 
     def add_arguments(self, parser) -> None:

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from curation.loop.services import ScopeError, scope_report
 from generation.coverage import format_report
+from projects.commands import ProjectCommand
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = ("Per-graph node and edge coverage by accepted conversations, and the uncovered edges (for a "
             "release: by the release's own conversations).")
 

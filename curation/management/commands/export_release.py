@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from curation.models import Release
 from curation.releases.services import FORMATS, export_release, release_find
+from projects.commands import ProjectCommand
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Write a release to disk. RELEASE is an id, a name (latest version) or name@version."
 
     def add_arguments(self, parser) -> None:

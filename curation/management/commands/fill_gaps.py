@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from curation.loop.services import ScopeError, resolve_scope
 from curation.reviews.services import items_sync
@@ -11,9 +11,10 @@ from generation import gaps
 from generation.coverage import format_report, report
 from generation.models import GenerationJob, JobStatus
 from generation.services import JobConfigError, format_funnel
+from projects.commands import ProjectCommand
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = ("Launch a generation job that samples the fewest paths covering exactly the uncovered edges of "
             "the accepted graphs in scope, realises them as conversations, extracts tests and sends them to "
             "review. An edge gets GAP_FILL_RETRY_LIMIT attempts (default 3).")

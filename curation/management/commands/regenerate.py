@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from curation.loop.services import FeedbackError, regenerate_with_feedback
 from generation.models import GenerationJob, JobStatus
 from generation.services import JobConfigError, format_funnel
+from projects.commands import ProjectCommand
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = ("Regenerate the rejected children of a procedure (its flowgraph), a flowgraph (its conversation "
             "graph) or a conversation graph (its conversations) with the reviewers' reasons in the prompt.")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from curation.models import Release
 from evaluation import metrics as M
@@ -25,6 +25,7 @@ from evaluation import run_health as H
 from evaluation import services
 from evaluation import similarity as S
 from evaluation.models import Agent, AgentMode, EvaluationRun, ResultState
+from projects.commands import ProjectCommand
 
 
 def find_release(value: str) -> Release:
@@ -70,7 +71,7 @@ def wait_for_run(run, timeout: float, write) -> None:
         time.sleep(1.0)
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Evaluate an agent on a release and print the paper's seven metrics."
 
     def add_arguments(self, parser) -> None:

@@ -6,13 +6,14 @@ R and A are found as by `evaluate`. Without --wait/--inline the run is queued fo
 """
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from evaluation import session_services as SV
 from evaluation import sessions as SS
 from evaluation.management.commands.evaluate import find_agent, find_release, wait_for_run
 from evaluation.models import RunStatus
 from evaluation.services import EvaluationError
+from projects.commands import ProjectCommand
 
 
 def session_table(report: dict) -> str:
@@ -22,7 +23,7 @@ def session_table(report: dict) -> str:
     return "\n".join(lines)
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Evaluate an agent in simulated sessions (FlowBench) on a release and print the session metrics."
 
     def add_arguments(self, parser) -> None:

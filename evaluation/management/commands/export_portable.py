@@ -5,13 +5,13 @@ its tests.jsonl with a metadata header and the workflows. RELEASE is an id or "n
 OUT a file or a folder."""
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
 
 from evaluation.management.commands.evaluate import find_release
 from evaluation.portable import export_portable
+from projects.commands import ProjectCommand
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = "Export a release as one portable file for the standalone runner."
 
     def add_arguments(self, parser) -> None:

@@ -6,12 +6,13 @@ import json
 import time
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from generation import services
 from generation.models import GenerationJob, JobStatus
 from generation.pipeline.sampling import SAMPLERS
 from generation.services.config import SEED_MAX
+from projects.commands import ProjectCommand
 
 
 def bounded(kind: type, name: str):
@@ -49,7 +50,7 @@ def live_worker() -> bool:
     return False
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = ("Launch a generation job: generate N intents, or start from imported intents, procedures, "
             "APIs or flowgraphs (--from-file). With --wait, print the funnel table when it ends.")
 

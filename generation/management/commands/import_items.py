@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import transaction
 
 from generation.imports import FORMATS, ImportFormatError, items_import
+from projects.commands import ProjectCommand
 
 
-class Command(BaseCommand):
+class Command(ProjectCommand):
     help = ("Import intents, procedures, APIs, graphs and conversations (see docs/import-format.md). "
             "All files are imported in one transaction: one refused file writes nothing.")
 
