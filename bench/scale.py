@@ -58,7 +58,7 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[k]
 
 
-def load(n: int, annotators, artifacts: dict[str, list[int]]) -> None:
+def load(n: int, annotators, artifacts: dict[str, list[int]], offset: int = 0) -> None:
     from django.utils import timezone
 
     from curation.models import ItemState, Review, ReviewItem, ReviewStage
@@ -70,7 +70,7 @@ def load(n: int, annotators, artifacts: dict[str, list[int]]) -> None:
     for i in range(n):
         stage = stages[i % 4]
         real = artifacts.get(stage, [])
-        object_id = real[taken[stage]] if taken[stage] < len(real) else 1_000_000 + i
+        object_id = real[taken[stage]] if taken[stage] < len(real) else 1_000_000 + offset + i
         taken[stage] += 1
         reviewed = (i // 4) % 2 == 0
         disagree = reviewed and (i // 8) % 10 == 0
@@ -114,10 +114,10 @@ def measure(n: int, repeat: int, only: str = "", projects: int = 1) -> dict[str,
     from scale_data import build_artifacts
 
     n_tests = round(n * TESTS_PER_ITEM)
-    for space in spaces:
+    for k, space in enumerate(spaces):
         with use_project(space):
             artifacts = build_artifacts(n_tests)
-            load(n, annotators, artifacts)
+            load(n, annotators, artifacts, offset=k * n)  # items without an artifact: ids unique per project
     target = spaces[-1]
     prefix = target.prefix.rstrip("/") if projects > 1 else ""
     with use_project(target if projects > 1 else None):
@@ -205,6 +205,12 @@ def _timed_ops(n, repeat, only, annotators, boss, fresh, artifacts, n_tests, pre
     held = services.review_claim_next(annotator=fresh, stage=ReviewStage.CONVERSATION)
     timed("review page (conversation)", lambda: client.get(f"/curation/items/{held.pk}/"))
     Claim.objects.filter(item=held, annotator=fresh).delete()
+    # Issue #30: the other sections' first pages and the API's lists, inside the project.
+    for label, url in (("generation dashboard", "/generation/"), ("datasets page", "/datasets/"),
+                       ("evaluation page", "/evaluation/"), ("webhooks page", "/webhooks/"),
+                       ("API reviews list", "/api/reviews/"), ("API tests list", "/api/tests/"),
+                       ("API conversations list", "/api/conversations/")):
+        timed(label, lambda url=url: boss_client.get(url))
     release_runs(times, boss, n_tests)
     return times
 
