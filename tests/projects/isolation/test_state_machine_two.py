@@ -49,6 +49,14 @@ def _user(name: str):
     return User.objects.create_user(name, password=PASSWORD)
 
 
+def _where(key, before, after) -> str:
+    if not isinstance(before, tuple):
+        return f"{key}: {before!r} → {after!r}"[:600]
+    a, b = before[1], after[1]
+    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return f"{key}: {before[0]}→{after[0]} at byte {at}: {a[max(0, at - 80):at + 80]!r} → {b[max(0, at - 80):at + 80]!r}"
+
+
 class TwoProjects(Curation):
     def teardown(self) -> None:
         if getattr(self, "_token", None) is not None:
@@ -120,8 +128,8 @@ class TwoProjects(Curation):
             return
         TALLY["A compared"] += 1
         now = self._a_state()
-        changed = [k for k in self.a_before if self.a_before[k] != now[k]]
-        assert not changed, f"B's step changed A: {changed}"
+        changed = [_where(k, self.a_before[k], now[k]) for k in self.a_before if self.a_before[k] != now[k]]
+        assert not changed, "B's step changed A:\n" + "\n".join(changed)
 
 
 @pytest.mark.django_db
