@@ -2,8 +2,9 @@
 after project B's data changes; (c) nothing of B is counted or shown in A.
 
 Every GET route of the resolver is rendered inside A (ids: A's rows, see world.py), for people
-whose roles differ between the projects. Masked before comparing, and only this:
+whose roles differ between the projects. Masked before comparing, and only this (routes.mask):
   * the CSRF token (new per render);
+  * the order of the roles in the header (a set: sorted before comparing).
 Routes with a side effect on GET are listed in SIDE_EFFECTS (rendered, not compared).
 A first pass and a second pass with nothing changed must agree, so the masks are known to be
 enough; a third pass after B's changes must agree with the second.
@@ -15,7 +16,23 @@ import re
 import pytest
 from django.test import Client
 
-from tests.projects.isolation.routes import body, fill, routes
+from tests.projects.isolation.routes import body, fill, mask, routes
+from tests.projects.isolation.world import BASE_A, MARK_B, change_b
+
+pytestmark = pytest.mark.django_db
+
+SIDE_EFFECTS (rendered, not compared).
+A first pass and a second pass with nothing changed must agree, so the masks are known to be
+enough; a third pass after B's changes must agree with the second.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from tests.projects.isolation.routes import body, fill, mask, routes
 from tests.projects.isolation.world import BASE_A, MARK_B, change_b
 
 pytestmark = pytest.mark.django_db
@@ -26,12 +43,6 @@ MASKS = [
 ]
 SIDE_EFFECTS = {"curation/queue/<str:stage>/next/"}  # claims the next item: the page after it differs
 PEOPLE = ["root", "ann_a_admin_b", "admin_a_ann_b", "adj_both", "ann_both"]
-
-
-def mask(content: bytes) -> bytes:
-    for pattern, replacement in MASKS:
-        content = pattern.sub(replacement, content)
-    return content
 
 
 def render_a(clients: dict[str, Client]) -> dict[tuple[str, str], tuple[int, bytes]]:
