@@ -19,7 +19,7 @@ class SettingsForm(forms.Form):
         help_text="Artifacts of an unchecked stage get no review item.")
     default_instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
                                            label="Default instructions for jobs")
-    llm_base_url = forms.URLField(required=False, max_length=200, label="LLM endpoint (base URL)",
+    llm_base_url = forms.URLField(required=False, max_length=200, label="LLM endpoint (base URL)", assume_scheme="https",
                                   help_text="Empty: the site's OPENAI_BASE_URL.")
     llm_key_env = forms.CharField(required=False, max_length=100, validators=[validate_key_env],
                                   label="API key variable",
