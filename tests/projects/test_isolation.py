@@ -112,3 +112,11 @@ def test_site_administrators_manage_projects_and_members(client, world):
     client.post("/projects/", {"action": "members", "project": "billing", "username": "only_a"})
     assert not Membership.objects.filter(project=billing, user=world.only_a).exists()
     assert client.post("/projects/", {"action": "create", "slug": "Bad Slug!", "name": "x"}).status_code == 200
+
+
+def test_the_unscoped_django_admin_is_for_those_who_see_every_project(client, world):
+    client.force_login(world.admin_b)  # admin of B only
+    assert client.get("/admin/generation/intent/").status_code == 403
+    client.force_login(world.root)
+    assert client.get("/admin/generation/intent/").status_code == 200
+    assert client.get("/admin/projects/project/").status_code == 200

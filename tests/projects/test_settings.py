@@ -147,3 +147,15 @@ def test_release_versions_are_numbered_per_project(world):
     with use_project(world.b):
         Release.objects.create(name="same", version=1, content_hash="0" * 64, manifest={})
     assert Release._base_manager.filter(name="same").count() == 2
+
+
+def test_the_dataset_card_names_its_project(world, admin_user):
+    from curation.releases.services import release_create
+    from curation.reviews import services
+
+    with use_project(world.b):
+        release = release_create(name="ship", kind="automatic")
+    assert "- Project: Shipping bot (`shipping`)" in release.card
+    assert release.project_id == world.b.pk
+    released = set(release.entries.values_list("test_id", flat=True))
+    assert released and released <= {t.pk for t in world.b_lineage.tests}  # nothing of Default
