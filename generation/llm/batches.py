@@ -159,7 +159,7 @@ def _submit(client: openai.OpenAI, job_id: int, ids: list[int]) -> list[dict]:
 
 def _submit_pending(client: openai.OpenAI) -> list[tuple[int, str, str]]:
     rerun: list[tuple[int, str, str]] = []
-    pending = BatchRequest.objects.filter(state=State.PENDING).values("id", "job_id", "stage", "key", "body")
+    pending = _mine(BatchRequest.objects.filter(state=State.PENDING)).values("id", "job_id", "stage", "key", "body")
     groups: dict[tuple[int, str], list[dict]] = defaultdict(list)
     for r in pending:
         groups[(r["job_id"], str(r["body"].get("model", "")))].append(r)
@@ -268,17 +268,47 @@ def _check(client: openai.OpenAI, batch: LLMBatch) -> list[tuple[int, str, str]]
     return rerun
 
 
+def _mine(qs):
+    """The rows of the current project's jobs (each project polls its own endpoint with its own key)."""
+    from projects.context import current_project_id
+
+    pid = current_project_id()
+    return qs if pid is None else qs.filter(job__project_id=pid)
+
+
 def batches_poll() -> tuple[list[tuple[int, str, str]], bool]:
-    """Submit pending requests, read finished batches; (items to run again, whether work is still open)."""
+    """Submit pending requests, read finished batches; (items to run again, whether work is still open).
+
+    Run with no project set (beat, the self-scheduled poll), it polls each project that has batch
+    work in turn, in that project: its endpoint, its key (issue #30)."""
+    from projects.context import current_project_id, use_project
+
     cache.delete(_POLL_KEY)
+    if current_project_id() is not None:
+        return _poll_project()
+    pids = set(BatchRequest.objects.filter(state__in=[State.PENDING, State.SUBMITTED])
+               .values_list("job__project_id", flat=True).distinct())
+    pids |= set(LLMBatch.objects.filter(status=BatchStatus.SUBMITTED).exclude(remote_id="")
+                .values_list("job__project_id", flat=True).distinct())
+    rerun: list[tuple[int, str, str]] = []
+    more = False
+    for pid in sorted(p for p in pids if p is not None):
+        with use_project(pid):
+            found, still = _poll_project()
+        rerun += found
+        more = more or still
+    return sorted(set(rerun)), more
+
+
+def _poll_project() -> tuple[list[tuple[int, str, str]], bool]:
     if not endpoint_base_url():
         return [], False
     client = _client()
     rerun = _submit_pending(client)
-    for batch in LLMBatch.objects.filter(status=BatchStatus.SUBMITTED).exclude(remote_id=""):
+    for batch in _mine(LLMBatch.objects.filter(status=BatchStatus.SUBMITTED).exclude(remote_id="")):
         try:
             rerun += _check(client, batch)
         except (openai.APIError, ValueError) as exc:  # down for a moment, or a bad file: asked again next poll
             logger.warning("polling batch %s failed: %s", batch.remote_id, type(exc).__name__)
-    more = BatchRequest.objects.filter(state__in=[State.PENDING, State.SUBMITTED]).exists()
+    more = _mine(BatchRequest.objects.filter(state__in=[State.PENDING, State.SUBMITTED])).exists()
     return sorted(set(rerun)), more

@@ -120,3 +120,17 @@ def test_the_unscoped_django_admin_is_for_those_who_see_every_project(client, wo
     client.force_login(world.root)
     assert client.get("/admin/generation/intent/").status_code == 200
     assert client.get("/admin/projects/project/").status_code == 200
+
+
+def test_a_row_of_b_cannot_be_named_in_a_post_to_a(client, world):
+    from curation.models import Release
+    from evaluation.models import Agent, EvaluationRun
+
+    with use_project(world.b):
+        agent = Agent.objects.create(name="b agent")
+        release = Release.objects.create(name="b", version=1, content_hash="0" * 64, manifest={})
+    client.force_login(world.root)
+    response = client.post("/p/default/api/evaluation-runs/", {"agent": agent.pk, "release": release.pk},
+                           content_type="application/json")
+    assert response.status_code == 400 and set(response.json()) >= {"agent", "release"}
+    assert not EvaluationRun._base_manager.exists()
