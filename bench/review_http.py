@@ -36,7 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-TARGETS = {"claim+page": 55.0, "submit": 65.0, "verdicts/s": 50.0}
+# The floor of issue #29 (what an annotator perceives, ≥ 5× ahead of Label Studio on this machine). It holds
+# for "SVG cached": drawings made ahead by the worker, as in production. "SVG cold" has no worker, so
+# each first view draws in the request; it is printed for information and not judged.
+TARGETS = {"claim+page": 100.0, "submit": 100.0, "verdicts/s": 50.0}
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -117,8 +120,9 @@ def summary(results: list[dict]) -> None:
         cp, sub = percentile(r["t"]["claim+page"], 95), percentile(r["t"]["submit"], 95)
         rate = r["verdicts"] / r["wall"]
         ok = cp <= TARGETS["claim+page"] and sub <= TARGETS["submit"] and rate >= TARGETS["verdicts/s"]
+        verdict = ("met" if ok else "NOT met") if r["svg"] == "cached" else "(no worker: not judged)"
         print(f"  {r['vendor']:<11} SVG {r['svg']:<7} claim+page p95 {cp:6.1f}  submit p95 {sub:6.1f}  "
-              f"{rate:6.1f} verdicts/s  {'met' if ok else 'NOT met'}  (reference loop "
+              f"{rate:6.1f} verdicts/s  {verdict}  (reference loop "
               f"{r.get('reference_ms', float('nan')):.1f} ms)")
 
 
