@@ -253,3 +253,19 @@ def test_release_of_named_annotators_only(team):
         assignment.release(actor=team["boss"], item_ids=[items[0].pk], annotators=["zed"])
     with pytest.raises(AssignError, match="Select at least one item"):
         assignment.release(actor=team["boss"], item_ids=[])
+
+
+def test_the_assigned_items_query_starts_from_the_annotators_assignments_on_sqlite(team):
+    """claim-next's first question reads the annotator's few assignments by index, never the
+    stage's open items (Postgres plans by its statistics: bench/scale.py times it there)."""
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the query plan is checked on SQLite")
+    _items(50)
+    query = queue.candidates(stage=FG, annotator_id=team["alice"].pk, now=timezone.now(), limit=1,
+                             assigned_only=True).query
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN QUERY PLAN " + query.sql, query.params)
+        plan = " | ".join(str(row[-1]) for row in cursor.fetchall())
+    assert "assignment_annotator_active" in plan and "SCAN i" not in plan, plan
