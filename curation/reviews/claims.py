@@ -15,7 +15,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from curation.models import AuditEvent, Claim, ItemState, Review, ReviewItem, ReviewStage
+from curation.models import Assignment, AuditEvent, Claim, ItemState, Review, ReviewItem, ReviewStage
+from curation.models.assignments import holding_q
 from curation.reviews import queue
 from curation.reviews.state import Effective, effective_q
 
@@ -55,10 +56,11 @@ ASSIGNED_SHOWN = 20
 
 
 def assigned_items(*, annotator, limit: int = ASSIGNED_SHOWN) -> list[ReviewItem]:
-    """The open items assigned to the annotator (the queue page's "Assigned to you"), in the order
-    claim-next takes them per stage; at most limit + 1 (the page says "and more")."""
-    qs = ReviewItem.objects.filter(effective_q(Effective.OPEN), assignments__annotator=annotator,
-                                   assignments__active=True)
+    """The open items assigned to the annotator and not yet reviewed or skipped by them (the queue
+    page's "Assigned to you"), in the order claim-next takes them per stage; at most limit + 1
+    (the page says "and more")."""
+    holding = Assignment.objects.filter(holding_q(), annotator=annotator).values("item_id")
+    qs = ReviewItem.objects.filter(effective_q(Effective.OPEN), pk__in=holding)
     return list(qs.order_by("stage", "-has_warnings", "-review_count", "id")[: limit + 1])
 
 

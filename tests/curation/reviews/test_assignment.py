@@ -225,7 +225,9 @@ def test_undo_gives_the_place_back_and_skip_frees_it(team):
     assignment.assign(actor=team["boss"], item_ids=[a.pk, b.pk], mode="named", annotators=["alice"])
     assert services.review_claim_next(annotator=team["alice"], stage=FG).pk == a.pk
     _submit(team["alice"], a.pk)
+    assert [i.pk for i in services.assigned_items(annotator=team["alice"])] == [b.pk]  # a waits for others
     services.review_undo(annotator=team["alice"])
+    assert [i.pk for i in services.assigned_items(annotator=team["alice"])] == [a.pk, b.pk]
     assert assignment.progress(annotator=team["alice"])[("alice", FG)] == {"assigned": 2, "assigned_done": 0}
     services.review_skip(annotator=team["alice"], item_id=a.pk, reason="unsure")
     assert assignment.progress(annotator=team["alice"])[("alice", FG)] == {"assigned": 1, "assigned_done": 0}
