@@ -184,3 +184,22 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05, message: 
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+@pytest.fixture(autouse=True)
+def _no_stored_analytics():
+    """The stored analytics table (curation.agreement.precompute) is keyed by the largest ids,
+    which a rolled-back SQLite test reuses: no test sees another's figures."""
+    from curation.agreement.precompute import forget
+
+    forget()
+    yield
+    forget()
+
+
+@pytest.fixture
+def analytics_inline(monkeypatch):
+    """No worker: the analytics page computes stale figures itself (as with CELERY_TASK_ALWAYS_EAGER)."""
+    from curation.agreement import precompute
+
+    monkeypatch.setattr(precompute, "inline", lambda: True)

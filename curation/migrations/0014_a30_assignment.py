@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('curation', '0012_i29f_one_release_format'),
+        ('curation', '0013_h31c_item_corrected'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
