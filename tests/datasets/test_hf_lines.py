@@ -46,14 +46,14 @@ def hostile_release():
     build_lineage(conversations=2, seed=3)
     Intent.objects.filter(pk=lin.intent.pk).update(name=NASTY, client=NASTY)
     Procedure.objects.filter(pk=lin.procedure.pk).update(text=NASTY + "\n" + NASTY)
-    Conversation.objects.filter(pk=lin.conversations[0].pk).update(noise_kinds=["typo", NASTY])
+    Conversation.objects.filter(pk=lin.conversations[0].pk).update(noise_kinds=["typo", "</script>\"q\",é\u2028\\n"])
     for j, test in enumerate(Test.objects.filter(conversation=lin.conversations[0]).order_by("position")):
         context = [{**m, "content": m.get("content", "") + NASTY} for m in test.context]
         if j == 1:  # not a prefix of the conversation: the context stays in the row (and the line)
             context = [{"content": NASTY, "role": "user", "extra": {"b": 1, "a": [NASTY]}}, *context]
         calls = test.expected_type == "api_call"
         Test.objects.filter(pk=test.pk).update(
-            context=context, action=NASTY if j % 2 else "", expected_text="" if calls else NASTY,
+            context=context, action="</script>\"é\u2028" if j % 2 else "", expected_text="" if calls else NASTY,
             expected_parameters={"zz": NASTY, "a": 1, "order_id": [NASTY], "é": {"y": 2, "xx": None}} if calls else {})
     return release_create(name="hf", kind=ReleaseKind.AUTOMATIC)
 
