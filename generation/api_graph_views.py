@@ -50,11 +50,11 @@ def api_graph(request: HttpRequest) -> HttpResponse:
 def drawing_poll(request: HttpRequest, kind: str, key: str) -> JsonResponse:
     """{"ready", "svg", "error"} of a drawing the worker is making (generation.drawing_cache);
     only for the roles of the page that shows that kind."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
     roles = drawing_cache.KINDS.get(kind)
     if roles is None or len(key) != 40 or any(c not in "0123456789abcdef" for c in key):
         raise Http404("no such drawing")
-    if not request.user.is_authenticated:
-        return redirect_to_login(request.get_full_path())
     request_roles(request)
     if not has_role(request.user, *roles):
         raise PermissionDenied(f"This drawing needs the role: {' or '.join(roles)}")
