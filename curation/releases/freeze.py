@@ -148,7 +148,8 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
             exp = expected.get(key)
             if exp is None:
                 exp = _expected(etype, etext, ename, eparams_raw)
-                exp = expected[key] = (*exp, hf_expected(order(_SCAN(exp[0], 0)[0])))
+                value = {"content": etext, "type": "reply"} if etype == "reply" else order(_SCAN(exp[0], 0)[0])
+                exp = expected[key] = (*exp, hf_expected(value))
                 if len(expected) > 10_000:
                     expected.clear()
             act = actions.get(action)

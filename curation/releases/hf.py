@@ -28,9 +28,9 @@ from generation.pipeline.extract import format_api_call
 HF_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def _dumps(value: Any) -> str:
-    # Sorted keys: Postgres jsonb reorders keys, and a value must not depend on the database.
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+# Sorted keys: Postgres jsonb reorders keys, and a value must not depend on the database. Built
+# once (json.dumps with options builds an encoder per call, which showed in release_freeze).
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
 
 
 def flat_row(d: dict[str, Any]) -> dict[str, Any]:
@@ -106,6 +106,9 @@ def hf_middle(intent: dict, procedure: dict, apis: Any) -> str:
 
 def hf_expected(exp: dict[str, Any]) -> str:
     """expected_type … expected_parameters."""
+    if exp["type"] == "reply":  # the common case, without building a dict
+        return (f'"expected_type":"reply","expected_content":{HF_ENCODE(exp.get("content", ""))},'
+                '"expected_api_name":"","expected_parameters":"{}"')
     is_call = exp["type"] == "api_call"
     name = exp.get("name", "") if is_call else ""
     params = (exp.get("parameters") or {}) if is_call else {}
