@@ -18,6 +18,13 @@ bench/export.py), so every artifact has its review item and the rest of the item
 with no artifact. That lets it time the review page of a conversation and an automatic release
 of every test (with its query count), 3 runs each, the release deleted between runs.
 Target: the release of 80,000 tests ≤ 4 s.
+
+    .venv/bin/python bench/scale.py --sizes 50000 --only analytics
+
+times analytics alone (issue #31): the page from the figures the worker stored, its first view
+after a curation change (an adjudication reversed), analytics.csv, and the worker's recompute of
+the whole table. On a tree before the worker computed them it times that tree's page (cached, and
+recomputed on the first view after a change), for a before/after on the same machine.
 """
 from __future__ import annotations
 
@@ -36,6 +43,8 @@ os.environ.setdefault("SECRET_KEY", "benchmark-only-secret-key")
 os.environ.setdefault("ALMITA_TESTING", "1")
 if "DATABASE_URL" not in os.environ:
     os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp()}/scale.sqlite3"
+# Queued tasks (analytics recomputes) and the file cache go to a throw-away var/, not the checkout's.
+os.environ.setdefault("ALMITA_VAR_DIR", tempfile.mkdtemp(prefix="almita-bench-"))
 
 ANNOTATORS = 8
 TESTS_PER_ITEM = 1.6  # 80,000 tests at 50,000 review items
@@ -80,7 +89,7 @@ def load(n: int, annotators, artifacts: dict[str, list[int]]) -> None:
     Review.objects.bulk_create(reviews, batch_size=2000)
 
 
-def measure(n: int, repeat: int, release_only: bool = False) -> dict[str, list[float]]:
+def measure(n: int, repeat: int, only: str = "") -> dict[str, list[float]]:
     from django.contrib.auth.models import User
     from django.db import connection
     from django.test import Client
@@ -111,8 +120,15 @@ def measure(n: int, repeat: int, release_only: bool = False) -> dict[str, list[f
     print(f"  loaded {n} items and {n_tests} tests with their lineage in {time.perf_counter() - t0:.1f} s", flush=True)
 
     times: dict[str, list[float]] = {}
-    if release_only:
+    if only == "release":
         release_runs(times, boss, n_tests)
+        return times
+    if only == "analytics":
+        from django.test import Client
+
+        boss_client = Client()
+        boss_client.force_login(boss)
+        analytics_runs(times, boss_client, boss, repeat)
         return times
 
     def timed(name: str, fn) -> None:
@@ -147,7 +163,7 @@ def measure(n: int, repeat: int, release_only: bool = False) -> dict[str, list[f
     timed("home page (admin)", lambda: boss_client.get("/"))
     timed("audit log page", lambda: boss_client.get("/curation/audit/"))
     timed("audit log page (filtered)", lambda: boss_client.get("/curation/audit/?action=verdict&stage=conversation"))
-    timed("analytics page (all stages, by model)", lambda: boss_client.get("/curation/analytics/"))
+    analytics_runs(times, boss_client, boss, repeat)
     # Issue #31 item 3: the explorer with previews (all columns rendered), filtered, an annotator's,
     # and its side panel on a conversation.
     timed("explorer page (conversation)", lambda: boss_client.get("/curation/explore/conversation/"))
@@ -173,6 +189,53 @@ def measure(n: int, repeat: int, release_only: bool = False) -> dict[str, list[f
     Claim.objects.filter(item=held, annotator=fresh).delete()
     release_runs(times, boss, n_tests)
     return times
+
+
+def analytics_runs(times: dict[str, list[float]], client, boss, repeat: int) -> None:
+    """The analytics page from its stored figures, its first view after a curation change, the CSV,
+    and (issue #31) the worker's recompute of the whole table. Run on a tree without
+    curation.agreement.precompute, it times what that tree does (the page computing on a miss)."""
+    from curation.models import ReviewStage
+    from curation.reviews import services
+
+    try:
+        from curation.agreement import precompute
+    except ImportError:  # the tree before the worker computed the figures
+        precompute = None
+    url = "/curation/analytics/"
+
+    def page():
+        resp = client.get(url)
+        assert resp.status_code == 200 and b'id="analytics-table"' in resp.content, resp.status_code
+        return resp
+
+    if precompute is not None:  # what the worker does, timed; then the page has figures to show
+        for _ in range(3):
+            start = time.perf_counter()
+            precompute.recompute()
+            times.setdefault("analytics recompute (worker)", []).append((time.perf_counter() - start) * 1000)
+    page()  # warm-up (fills the cache on the tree before)
+    for _ in range(repeat):
+        start = time.perf_counter()
+        page()
+        times.setdefault("analytics page (stored/cached)", []).append((time.perf_counter() - start) * 1000)
+    for _ in range(2):
+        start = time.perf_counter()
+        resp = client.get("/curation/analytics.csv")
+        assert resp.status_code == 200
+        times.setdefault("analytics.csv", []).append((time.perf_counter() - start) * 1000)
+    # First view after a change: one adjudication reversed (its audit events and cascade), then the page.
+    target = services.adjudication_queue().filter(stage=ReviewStage.CONVERSATION).first()
+    flip = iter(["accept", "reject"] * (repeat + 1))
+    stale = 0
+    for _ in range(repeat):
+        services.item_resolve(adjudicator=boss, item_id=target.pk, decision=next(flip), note="bench")
+        start = time.perf_counter()
+        body = page().content
+        times.setdefault("analytics first view after a change", []).append((time.perf_counter() - start) * 1000)
+        stale += b"Recomputing" in body
+    if precompute is not None:
+        assert stale, "the page did not say its figures were stale"
 
 
 def release_runs(times: dict[str, list[float]], boss, n_tests: int) -> None:
@@ -213,7 +276,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--release-only", action="store_true",
                         help="time only the automatic release (e.g. --sizes 50000 --release-only)")
+    parser.add_argument("--only", choices=["release", "analytics"], default="",
+                        help="time only the automatic release or only analytics (page from stored figures, "
+                             "first view after a change, CSV, the worker's recompute)")
     args = parser.parse_args()
+    if args.release_only:
+        args.only = "release"
     import django
 
     django.setup()
@@ -225,16 +293,17 @@ def main() -> None:
         connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
         print(f"{connection.vendor}: {n} review items", flush=True)
         try:
-            results[n] = measure(n, args.repeat, args.release_only)
+            results[n] = measure(n, args.repeat, args.only)
         finally:
             connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
     ops = list(results[sizes[0]])
-    release_ops = {n: next(op for op in results[n] if op.startswith("release")) for n in sizes}
-    head = f"{'operation':32}" + "".join(f"{f'{n} med':>12}{f'{n} p95':>12}" for n in sizes) + f"{'growth':>9}"
-    print(f"\n{connection.vendor}, ms, {args.repeat} runs each (shared machine: compare within one run)")
+    release_ops = {n: next((op for op in results[n] if op.startswith("release")), "") for n in sizes}
+    head = f"{'operation':38}" + "".join(f"{f'{n} med':>12}{f'{n} p95':>12}" for n in sizes) + f"{'growth':>9}"
+    print(f"\n{connection.vendor}, ms, {args.repeat} runs each (shared machine: compare within one run), "
+          f"load {os.getloadavg()[0]:.1f}")
     print(head)
     for op in ops:
-        row = f"{('release automatic' if op.startswith('release') else op):32}"
+        row = f"{('release automatic' if op.startswith('release') else op):38}"
         for n in sizes:
             v = results[n][release_ops[n] if op.startswith("release") else op]
             row += f"{statistics.median(v):12.1f}{percentile(v, 95):12.1f}"
@@ -244,10 +313,10 @@ def main() -> None:
             first, last = statistics.median(results[sizes[0]][op]), statistics.median(results[sizes[-1]][op])
         row += f"{last / first if first else float('nan'):8.1f}×"
         print(row)
-    for n in [] if args.release_only else sizes:
+    for n in [] if args.only else sizes:
         med = statistics.median(results[n]["verdicts CSV (conversation)"]) / 1000
         print(f"verdicts CSV at {n} items: {VERDICT_ROWS[n]:,} rows, {VERDICT_ROWS[n] / med:,.0f} rows/s")
-    for n in sizes:
+    for n in sizes if args.only != "analytics" else []:
         op = release_ops[n]
         tests = int(op.split("(")[1].split()[0])
         med = statistics.median(results[n][op]) / 1000

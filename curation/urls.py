@@ -38,4 +38,5 @@ urlpatterns = [
     path("feedback/<str:parent>/<int:pk>/", loop_views.feedback, name="feedback"),
     path("analytics/", analytics_views.analytics_page, name="analytics"),
     path("analytics.csv", analytics_views.analytics_csv, name="analytics_csv"),
+    path("analytics/status.json", analytics_views.analytics_status, name="analytics_status"),
 ]

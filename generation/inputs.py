@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from generation.models import CurationStatus, Flowgraph, Intent, Procedure
+from generation.models import ConversationGraph, CurationStatus, Flowgraph, Intent, Procedure
 
 CURATED_OUT = (CurationStatus.REJECTED, CurationStatus.EXCLUDED)
-LEVEL_MODELS = {"intents": Intent, "procedures": Procedure, "apis": Procedure, "flowgraph": Flowgraph}
+LEVEL_MODELS = {"intents": Intent, "procedures": Procedure, "apis": Procedure, "flowgraph": Flowgraph,
+                "conversation_graph": ConversationGraph}
 
 
 def usable_inputs(level: str, ids: Sequence[int]) -> tuple[list[int], int]:

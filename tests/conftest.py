@@ -228,3 +228,22 @@ def drawing_worker(drawing_queue, monkeypatch):
 
     monkeypatch.setattr(tasks.drawing_make_task, "delay", later)
     return drawing_queue
+
+
+@pytest.fixture(autouse=True)
+def _no_stored_analytics():
+    """The stored analytics table (curation.agreement.precompute) is keyed by the largest ids,
+    which a rolled-back SQLite test reuses: no test sees another's figures."""
+    from curation.agreement.precompute import forget
+
+    forget()
+    yield
+    forget()
+
+
+@pytest.fixture
+def analytics_inline(monkeypatch):
+    """No worker: the analytics page computes stale figures itself (as with CELERY_TASK_ALWAYS_EAGER)."""
+    from curation.agreement import precompute
+
+    monkeypatch.setattr(precompute, "inline", lambda: True)

@@ -47,6 +47,9 @@ class ReviewItem(models.Model):
     # An adjudicator or admin took it out of curation in the explorer ("Exclude"): it stays
     # excluded, with everything below it, until they include it again, whatever the cascade does.
     withheld = models.BooleanField(default=False)
+    # Its artifact was corrected, or a correction above it marked it (issue #31 item 5): the review
+    # page and the queue read the notice only then, so the common page costs no query for it.
+    corrected = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["id"]

@@ -5,8 +5,14 @@ every version's content in ArtifactVersion: version 1 is the content as generate
 first edit. The same validators generation runs decide what may be saved (error findings refuse
 the save; the page shows them live through :func:`check`). For graphs the descendants are marked:
 a text-only edit asks for them to be reviewed again, a structural edit (nodes or edges added or
-removed, a type or an API changed) asks for them to be regenerated. Review states are not touched,
-so the curation invariants hold as they were.
+removed, a type or an API changed) asks for them to be regenerated.
+
+"Review again" changes no review state: the item keeps its reviews and place, and the review page
+and the queue tell annotators. "Regenerate" withholds the marked items (the explorer's exclusion,
+audited): they are built from a structure that no longer exists, so they are Excluded — never
+offered, their claims closed, not counted as open, never released — and "Include again" refuses
+them; an admin regenerates below the corrected graph instead (a real generation job). A corrected
+conversation's tests are extracted again from the new version (frozen releases keep their copies).
 """
 from __future__ import annotations
 
@@ -27,9 +33,10 @@ from curation.models import (
     ReviewStage,
 )
 from curation.reviews import present
-from curation.reviews.lineage import STAGE_MODELS, _children, _has_warnings
+from curation.reviews.lineage import STAGE_MODELS, _children, _has_warnings, cascade_apply
 from generation.drawings import graph_drawing
 from generation.models import Conversation, ConversationGraph, Flowgraph
+from generation.pipeline.extract import ApiCallParseError
 from generation.pipeline.formats import GraphFormatError, graph_from_json, write_graph_text
 from generation.pipeline.validate import validate_conversation, validate_conversation_graph, validate_flowgraph
 from generation.stages.base import api_specs
@@ -53,6 +60,8 @@ def refusal(user, item: ReviewItem) -> str:
     if item.stage not in EDITABLE:
         return "Only flowgraphs, conversation graphs and conversations can be corrected here."
     if item.excluded:
+        if item.withheld and regenerate_marked(item.stage, item.object_id):
+            return "A structural correction above marked this item for regeneration: regenerate below that graph instead."
         return "A rejected ancestor put this item out of curation: correct the ancestor instead."
     roles = user_roles(user)
     if ADMIN in roles:
@@ -223,25 +232,59 @@ def correct(*, editor, item_id: int, payload: Any, note: str) -> ArtifactVersion
     version = ArtifactVersion.objects.create(stage=item.stage, object_id=item.object_id, number=last.number + 1,
                                              content=new, previous=last, editor=editor, note=note, change=kind)
     warnings = [f for f in findings if f["severity"] != "error"]
+    tests = {}
     if item.stage == ReviewStage.CONVERSATION:
         Conversation.objects.filter(pk=artifact.pk).update(messages=new["messages"], validation=warnings)
+        from generation.stages.derived import tests_reextract
+
+        artifact.messages = new["messages"]
+        try:
+            removed, made = tests_reextract(artifact)
+        except ApiCallParseError as exc:
+            raise CorrectionError(f"The tests cannot be extracted from this version: {exc}") from exc
+        tests = {"tests_removed": removed, "tests_made": made}
     else:
         model = Flowgraph if item.stage == ReviewStage.FLOWGRAPH else ConversationGraph
         _store_graph(model, artifact, new, warnings)
-    if item.has_warnings != _has_warnings(warnings):
-        ReviewItem.objects.filter(pk=item.pk).update(has_warnings=_has_warnings(warnings))
+    ReviewItem.objects.filter(pk=item.pk).update(has_warnings=_has_warnings(warnings), corrected=True)
     marks = []
     if item.stage in GRAPH_STAGES:
         mark = MarkKind.REVIEW if kind == ChangeKind.TEXT else MarkKind.REGENERATE
         marks = [CorrectionMark(version=version, stage=s, object_id=i, kind=mark)
                  for s, i in descendants(item.stage, item.object_id)]
         CorrectionMark.objects.bulk_create(marks, batch_size=500)
+        for stage in {m.stage for m in marks}:  # their pages tell annotators (correction_notices)
+            ReviewItem.objects.filter(stage=stage, object_id__in=[m.object_id for m in marks if m.stage == stage],
+                                      corrected=False).update(corrected=True)
     AuditEvent.objects.create(actor=editor, action=AuditEvent.Action.CORRECT, item=item,
                               before={"version": last.number},
                               after={"version": version.number, "change": kind, "note": note,
                                      "descendants_marked": len(marks),
-                                     "mark": marks[0].kind if marks else ""})
+                                     "mark": marks[0].kind if marks else "", **tests})
+    if marks and marks[0].kind == MarkKind.REGENERATE:
+        _withhold_marked(editor, item)
     return version
+
+
+def _withhold_marked(editor, item: ReviewItem) -> None:
+    """Withhold the review items below a structurally corrected graph (they wait to be regenerated),
+    then let the cascade exclude them and close their claims, parents first."""
+    targets = descendants(item.stage, item.object_id)
+    q = ReviewItem.objects.none()
+    for stage in {s for s, _ in targets}:
+        q |= ReviewItem.objects.filter(stage=stage, object_id__in=[i for s, i in targets if s == stage])
+    ReviewItem.objects.filter(pk__in=q.filter(withheld=False).values("pk")).update(withheld=True)
+    children = {(s, i) for s, ids in _children(item.stage, [item.object_id]) for i in ids}
+    for child in q.order_by("id"):
+        if (child.stage, child.object_id) in children:
+            cascade_apply(child, editor)
+    for rest in q.filter(excluded=False).order_by("id"):  # a marked item whose parent has no item
+        cascade_apply(rest, editor)
+
+
+def regenerate_marked(stage: str, object_id: int) -> bool:
+    """Whether a structural correction above this artifact asks for it to be regenerated."""
+    return CorrectionMark.objects.filter(stage=stage, object_id=object_id, kind=MarkKind.REGENERATE).exists()
 
 
 def _store_graph(model, artifact, new: dict[str, Any], warnings: list) -> None:
@@ -285,8 +328,11 @@ def marked_below(version_ids: list[int]) -> list[dict[str, Any]]:
 
 
 def regenerate_below(*, user, item_id: int):
-    """Admins: a generation job that builds the conversation graph and conversations again from a
-    corrected flowgraph (deterministic converter, offline conversations: no LLM needed)."""
+    """Admins: a generation job that builds again what a structural correction marked: below a
+    flowgraph, the conversation graph and conversations (deterministic converter); below a
+    conversation graph, paths sampled again from the stored graph, then conversations and tests.
+    Offline conversations: no LLM needed."""
+    from generation.models import SampledPath
     from generation.services import JobConfigError, job_create
 
     if ADMIN not in user_roles(user):
@@ -294,19 +340,22 @@ def regenerate_below(*, user, item_id: int):
     item = ReviewItem.objects.filter(pk=item_id).first()
     if item is None:
         raise CorrectionError("No such review item.")
-    if item.stage != ReviewStage.FLOWGRAPH:
-        raise CorrectionError("Regeneration from here starts at a corrected flowgraph; for a conversation "
-                              "graph, regenerate its conversations from the closed loop.")
+    if item.stage not in GRAPH_STAGES:
+        raise CorrectionError("Regeneration starts at a corrected flowgraph or conversation graph.")
+    label = ReviewStage(item.stage).label.lower()
     versions = ArtifactVersion.objects.filter(stage=item.stage, object_id=item.object_id)
     if not CorrectionMark.objects.filter(version__in=versions, kind=MarkKind.REGENERATE).exists():
-        raise CorrectionError("No structural correction of this flowgraph asks for regeneration.")
-    from generation.models import SampledPath
-
-    paths = min(20, max(1, SampledPath.objects.filter(conversation_graph__flowgraph_id=item.object_id).count()))
+        raise CorrectionError(f"No structural correction of this {label} asks for regeneration.")
+    config = {"conversations": "offline"}
+    if item.stage == ReviewStage.FLOWGRAPH:
+        paths = SampledPath.objects.filter(conversation_graph__flowgraph_id=item.object_id)
+        config["conversation_graph"] = "deterministic"
+    else:
+        paths = SampledPath.objects.filter(conversation_graph_id=item.object_id)
+    config["paths"] = min(20, max(1, paths.count()))
     try:
-        job = job_create(config={"paths": paths, "conversation_graph": "deterministic", "conversations": "offline"},
-                         existing="flowgraph", existing_ids=[item.object_id], created_by=user,
-                         name=f"Regenerate below corrected flowgraph {item.object_id}")
+        job = job_create(config=config, existing=item.stage, existing_ids=[item.object_id], created_by=user,
+                         name=f"Regenerate below corrected {label} {item.object_id}")
     except JobConfigError as exc:
         raise CorrectionError(str(exc)) from exc
     AuditEvent.objects.create(actor=user, action=AuditEvent.Action.CORRECT, item=item, before={},

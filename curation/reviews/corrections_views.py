@@ -89,7 +89,7 @@ def correct(request: HttpRequest, pk: int) -> HttpResponse:
         "marked": corrections.marked_below([v.pk for v in versions]),
         "marks_here": corrections.marks_on(item.stage, item.object_id),
         "stage_label": ReviewStage(item.stage).label,
-        "may_regenerate": item.stage == ReviewStage.FLOWGRAPH and has_role_admin(request.user),
+        "may_regenerate": item.stage in corrections.GRAPH_STAGES and has_role_admin(request.user),
     }, status=status)
 
 
@@ -112,12 +112,14 @@ def check(request: HttpRequest, pk: int) -> JsonResponse:
 @require_POST
 @role_required(ADJUDICATOR)
 def regenerate(request: HttpRequest, pk: int) -> HttpResponse:
-    """Admins: regenerate what a structural correction of a flowgraph marked."""
-    _item(request, pk)
+    """Admins: regenerate what a structural correction of a flowgraph or conversation graph marked."""
+    item = _item(request, pk)
     try:
         job = corrections.regenerate_below(user=request.user, item_id=pk)
     except corrections.CorrectionError as exc:
         messages.error(request, str(exc))
         return redirect("curation:correct", pk=pk)
-    messages.success(request, f"{job} queued: the conversation graph and conversations are built again.")
+    what = ("the conversation graph and conversations are built again" if item.stage == ReviewStage.FLOWGRAPH
+            else "paths are sampled again from the corrected graph, then conversations and tests built")
+    messages.success(request, f"{job} queued: {what}.")
     return redirect("generation:job", job_id=job.pk)

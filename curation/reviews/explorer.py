@@ -15,7 +15,8 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from almita_web.roles import ADJUDICATOR, ADMIN, has_role
-from curation.models import AuditEvent, Claim, Flag, GoldItem, ItemState, Resolution, Review, ReviewItem, ReviewStage, Verdict
+from curation.models import (AuditEvent, Claim, CorrectionMark, Flag, GoldItem, ItemState, MarkKind, Resolution, Review,
+                             ReviewItem, ReviewStage, Verdict)
 from curation.reviews.lineage import STAGE_MODELS, blocked_above, cascade_apply
 from curation.reviews.state import Effective, describe, describe_blind, effective_q, exclusion_reason
 from generation.models import GenerationJob
@@ -272,6 +273,11 @@ def items_bulk(*, actor, stage: str, item_ids: list[int], action: str, required:
         elif action == "include":
             if blocked_above(item.stage, item.object_id):
                 refused.append(f"{item}: {exclusion_reason(item)}; include that one again first.")
+                continue
+            if CorrectionMark.objects.filter(stage=item.stage, object_id=item.object_id,
+                                             kind=MarkKind.REGENERATE).exists():
+                refused.append(f"{item}: a structural correction above it asks for it to be regenerated; "
+                               "regenerate below the corrected graph instead.")
                 continue
             if not item.withheld:
                 skipped += 1

@@ -87,6 +87,7 @@ def panel_context(user, item: ReviewItem) -> dict[str, Any]:
     reviews = list(reviews_visible_to(user).filter(item=item).select_related("annotator").order_by("id"))
     ctx.update({"reviews": reviews, "own_review": next((r for r in reviews if r.annotator_id == user.pk), None),
                 "effective": describe_blind(item) if blind else describe(item), "blind": blind,
+                "blind_lineage": blind,  # no ancestor status: it would show how the others voted
                 "is_admin": has_role(user, ADMIN), "staff": has_role(user, ADJUDICATOR),
                 "gold": GoldItem.objects.filter(item=item).first() if has_role(user, ADMIN) else None})
     if blind and item.state == ItemState.DECIDED:

@@ -96,7 +96,11 @@ def exclusion_reason(item: ReviewItem) -> str:
     if withheld:
         parts.append("Ancestor withheld in the explorer: " + ", ".join(withheld))
     if item.withheld:
-        parts.append("Withheld in the explorer")
+        from curation.models import CorrectionMark, MarkKind
+
+        regenerate = CorrectionMark.objects.filter(stage=item.stage, object_id=item.object_id, kind=MarkKind.REGENERATE)
+        parts.append("Withheld: a structural correction above it asks for it to be regenerated"
+                     if regenerate.exists() else "Withheld in the explorer")
     return "; ".join(parts) or "Ancestor rejected"
 
 

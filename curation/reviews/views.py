@@ -17,7 +17,7 @@ from curation.agreement import services as agreement_services
 from curation.guidance import services as guidance
 from curation.models import ItemState, ReviewItem, ReviewStage
 from curation.releases.services import csv_stream
-from curation.reviews import corrections, discussion
+from curation.reviews import correction_notices, corrections, discussion
 from curation.reviews import queue as item_queue
 from curation.reviews import services
 from curation.reviews.audit import audit_page
@@ -45,7 +45,7 @@ def queue(request: HttpRequest) -> HttpResponse:
     return render(request, "curation/queue.html", {
         "stages": [{"stage": s, "label": label, "available": available[s]} for s, label in ReviewStage.choices],
         "progress": agreement_services.annotator_progress(annotator=request.user),
-        "claims": services.held_claims(annotator=request.user),
+        "claims": correction_notices.attach_to_claims(services.held_claims(annotator=request.user)),
         "last_review": services.last_review(annotator=request.user),
     })
 
@@ -87,6 +87,10 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
         "last_review": last,
         # "Awaiting adjudication" would tell an annotator that the others voted differently.
         "show_disagreement": has_role(request.user, ADJUDICATOR),
+        # An ancestor's curation status would tell an annotator who reviewed it how the others
+        # voted (Accepted on agreement, Pending while disputed): only staff see it here.
+        "blind_lineage": not (has_role(request.user, ADJUDICATOR) or has_role(request.user, ADMIN)),
+        "correction": correction_notices.notice(item, own),  # issue #31 item 5
         # Others' verdicts on an open item are blind to all but admins: skip the query then.
         "visible_reviews": [] if item.state == ItemState.OPEN and not has_role(request.user, ADMIN) else
         services.reviews_visible_to(request.user).filter(item=item).exclude(annotator=request.user)

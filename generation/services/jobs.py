@@ -33,6 +33,7 @@ from django.utils import timezone
 import webhooks
 from generation import llm
 from generation.models import (
+    ConversationGraph,
     Flowgraph,
     GenerationJob,
     IllegalTransition,
@@ -64,6 +65,8 @@ EXISTING_LEVELS: dict[str, tuple[str, str]] = {
     "procedures": ("apis", "procedures"),
     "apis": ("flowgraph", "procedures with APIs"),
     "flowgraph": ("conversation_graph", "flowgraphs"),
+    # Paths sampled again from stored conversation graphs (e.g. one an adjudicator corrected).
+    "conversation_graph": ("paths", "conversation graphs"),
 }
 
 
@@ -78,6 +81,8 @@ def existing_imports(level: str) -> Any:
         return Procedure.objects.filter(**base, apis__isnull=False).distinct()
     if level == "flowgraph":
         return Flowgraph.objects.filter(**base)
+    if level == "conversation_graph":
+        return ConversationGraph.objects.filter(**base)
     raise JobConfigError(f"unknown level {level!r}")
 
 
@@ -115,6 +120,10 @@ def job_create(*, config: dict[str, Any], created_by=None, name: str = "", impor
         config["start"] = EXISTING_LEVELS[existing][0]
         config["input_ids"] = {existing: ids}
         config.setdefault("intents", 0)
+        if existing == "conversation_graph":
+            # Noisy variants are made next to a new graph; stored graphs are sampled as they are
+            # (the paths stage would otherwise look for this job's noisy graphs).
+            config["noise"] = 0.0
     cfg = job_config_normalise(config)
     needing = llm_stages(cfg)
     if needing and not llm.endpoint_configured():

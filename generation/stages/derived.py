@@ -181,20 +181,13 @@ def run_conversations(ctx: Context, key: str, index: int, parent: str) -> ItemRe
     return ctx.ask("conversations", template, key, messages, True, interpret, sample=index)
 
 
-def run_tests(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
-    convo = Conversation.objects.get(pk=int(parent))
-    result = ItemResult()
-    try:
-        tests = extract_tests(convo.messages)
-    except ApiCallParseError as exc:
-        result.generated = 1
-        return result.discard(key, "unparseable_api_call", str(exc), convo.messages)
-    for t in tests:
+def test_fields(messages: list[dict]) -> list[dict[str, Any]]:
+    """The Test rows a conversation's messages yield (without conversation and origin); raises
+    ApiCallParseError when an API call cannot be read."""
+    out = []
+    for t in extract_tests(messages):
         e = t["expected"]
-        result.generated += 1
-        result.passed += 1
-        fields = {"conversation_id": convo.pk, "position": t["position"], "context": t["context"],
-                  "origin": Origin.DERIVED, "action": answer_action(t["context"], e)}
+        fields = {"position": t["position"], "context": t["context"], "action": answer_action(t["context"], e)}
         if e["type"] == "api_call":
             fields.update(expected_type=Test.ExpectedType.API_CALL, expected_api_name=e["name"][:200],
                           expected_parameters=e["parameters"], expected_text="")
@@ -202,7 +195,37 @@ def run_tests(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
             fields.update(expected_type=Test.ExpectedType.REPLY, expected_text=e.get("content", ""),
                           expected_api_name="", expected_parameters={})
         fields["fingerprint"] = case_fingerprint(t["context"], e)
-        result.outputs.append(Output(Test, f"tests:{index}:{convo.pk}:{t['position']}", fields))
+        out.append(fields)
+    return out
+
+
+def run_tests(ctx: Context, key: str, index: int, parent: str) -> ItemResult:
+    convo = Conversation.objects.get(pk=int(parent))
+    result = ItemResult()
+    try:
+        tests = test_fields(convo.messages)
+    except ApiCallParseError as exc:
+        result.generated = 1
+        return result.discard(key, "unparseable_api_call", str(exc), convo.messages)
+    for fields in tests:
+        result.generated += 1
+        result.passed += 1
+        fields.update(conversation_id=convo.pk, origin=Origin.DERIVED)
+        result.outputs.append(Output(Test, f"tests:{index}:{convo.pk}:{fields['position']}", fields))
     return result
 
 
+def tests_reextract(conversation: Conversation) -> tuple[int, int]:
+    """Replace a conversation's tests with those its current messages yield (after an edit):
+    (tests removed, tests made). The new rows take the conversation's curation status as the
+    cascade gives it to tests, and belong to no job (a job's keys and fingerprints stay its own).
+    Frozen releases hold copies of their tests, so they do not change. Raises ApiCallParseError."""
+    from generation.models import CurationStatus
+
+    fields = test_fields(conversation.messages)
+    status = {CurationStatus.ACCEPTED: CurationStatus.ACCEPTED, CurationStatus.PENDING: CurationStatus.PENDING}.get(
+        conversation.status, CurationStatus.EXCLUDED)
+    removed, _ = Test.objects.filter(conversation_id=conversation.pk).delete()
+    Test.objects.bulk_create([Test(conversation_id=conversation.pk, origin=Origin.DERIVED, status=status, **f)
+                              for f in fields])
+    return removed, len(fields)

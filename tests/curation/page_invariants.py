@@ -11,10 +11,12 @@ import re
 from collections import Counter
 
 from django.db import transaction
+from django.db.models import Q
 from django.test import Client
 from django.utils import timezone
 
-from curation.models import GoldItem, ItemState, Resolution, Review, ReviewItem, ReviewStage, Verdict
+from curation.models import (ArtifactVersion, CorrectionMark, GoldItem, ItemState, Resolution, Review, ReviewItem,
+                             ReviewStage, Verdict)
 from curation.reviews import queue, services
 from curation.reviews.state import BLIND_LABELS, Effective, effective_of
 
@@ -98,13 +100,51 @@ def check_annotator_pages(client: Client, user) -> None:
         n = queue.count_candidates(stage=stage, annotator_id=user.pk, now=now, cap=101)
         shown = re.search(rf'<tr data-stage="{stage}"><th>[^<]*</th><td>([^<]*)</td>', page).group(1)
         assert shown == ("100+" if n > 100 else str(n)), (stage, shown, n)
+    check_correction_notices(client, user, page)
 
 
-def _annotator_view(client: Client, item: ReviewItem) -> list[str]:
+def _notice_due(item: ReviewItem) -> tuple[int, set[str]]:
+    """(the current version, 0 when never corrected; the kinds of marks on it), from the rows."""
+    last = ArtifactVersion.objects.filter(stage=item.stage, object_id=item.object_id).order_by("-number").first()
+    kinds = set(CorrectionMark.objects.filter(stage=item.stage, object_id=item.object_id).values_list("kind", flat=True))
+    return (last.number if last else 0), kinds
+
+
+def check_correction_notices(client: Client, user, queue_page: str) -> None:
+    """Every item the annotator holds shows, on the queue and on its review page, the corrections
+    the rows record (its version, the marks above it) and no adjudicator's note."""
+    notes = set(ArtifactVersion.objects.exclude(note="").values_list("note", flat=True))
+    held = services.held_claims(annotator=user)
+    due = {c.item_id: _notice_due(c.item) for c in held}
+    assert queue_page.count('class="correction-held"') == sum(1 for v, k in due.values() if v or k), due
+    for claim in held[:2]:
+        version, kinds = due[claim.item_id]
+        page = _html(client, f"/curation/items/{claim.item_id}/")
+        notice = re.search(r'id="correction-notice" data-version="(\d+)"', page)
+        assert bool(notice) == bool(version or kinds), (claim.item_id, version, kinds)
+        if version:
+            assert int(notice.group(1)) == version and f"you review version {version}" in page
+        assert set(re.findall(r'class="correction-mark" data-mark="(\w+)"', page)) == kinds
+        assert not any(n in page for n in notes if len(n) > 8)
+
+
+def _below(user, item: ReviewItem, limit: int = 3) -> list[int]:
+    """Items below `item` that `user` holds or reviewed (their review pages show the lineage)."""
+    from curation.reviews.corrections import descendants
+
+    q = Q(pk__in=[])
+    for stage, oid in descendants(item.stage, item.object_id):
+        q |= Q(stage=stage, object_id=oid)
+    mine = Q(reviews__annotator=user) | Q(claims__annotator=user)
+    return list(ReviewItem.objects.filter(q).filter(mine).order_by("pk").values_list("pk", flat=True).distinct()[:limit])
+
+
+def _annotator_view(client: Client, item: ReviewItem, below: list[int]) -> list[str]:
     urls = [f"/curation/explore/{s}/" for s in ReviewStage.values]
     urls += [f"/curation/explore/{item.stage}/?state={st}" for st in ("waiting", "complete", "excluded")]
     urls += [f"/curation/explore/{item.stage}/?sort={s}" for s in ("-id", "-reviews", "warnings")]
     urls += ["/curation/queue/", f"/curation/items/{item.pk}/", "/curation/my-verdicts/", "/", "/curation/notifications/"]
+    urls += [f"/curation/items/{pk}/" for pk in below]
     return [CSRF.sub(lambda m: (m.group(1) or m.group(2)) + '"', _html(client, u)) for u in urls]
 
 
@@ -129,7 +169,8 @@ def blind_pair(client: Client, user, item: ReviewItem) -> bool:
     if own.verdict == Verdict.REJECT and item.stage != ReviewStage.CONVERSATION:
         SKIPPED["rejection above the leaves"] += 1
         return False
-    before = _annotator_view(client, item)
+    below = _below(user, item)
+    before = _annotator_view(client, item, below)
     sid = transaction.savepoint()
     try:
         Resolution.objects.filter(item=item).delete()
@@ -142,7 +183,7 @@ def blind_pair(client: Client, user, item: ReviewItem) -> bool:
             ReviewItem.objects.filter(pk=item.pk).update(state=ItemState.DECIDED, decision=own.verdict,
                                                          decided_at=timezone.now())
         services.cascade_apply(ReviewItem.objects.get(pk=item.pk))
-        after = _annotator_view(client, item)
+        after = _annotator_view(client, item, below)
     finally:
         transaction.savepoint_rollback(sid)
     for b, a in zip(before, after):

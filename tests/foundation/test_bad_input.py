@@ -249,7 +249,9 @@ def test_no_page_or_endpoint_answers_500_to_bad_values(personas):
     def check(resp, what: str) -> None:
         nonlocal checked
         checked += 1
-        if resp.status_code >= 500:
+        # A 503 with Retry-After is a deliberate "not yet" (analytics.csv before the worker's first
+        # figures), not a crash.
+        if resp.status_code >= 500 and not (resp.status_code == 503 and resp.has_header("Retry-After")):
             failures.append(f"{what} → {resp.status_code}")
 
     for route in routes:

@@ -46,7 +46,7 @@ def one_line_bar(page) -> None:
     assert max(tops) - min(tops) <= 4, tops  # one row (buttons differ by a pixel or two)
 
 
-def test_admin_bar_menus_home_analytics_and_audit(browser, live_server, admin_user, world):  # noqa: F811
+def test_admin_bar_menus_home_analytics_and_audit(browser, live_server, admin_user, world, analytics_inline):  # noqa: F811
     for width, height in WIDTHS:
         page = login(browser, live_server, admin_user.username, width, height)
         assert page.url.rstrip("/") == live_server.url  # home after login

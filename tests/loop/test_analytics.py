@@ -27,7 +27,7 @@ def test_wilson_by_hand():
 
 
 @pytest.fixture
-def five(annotator_a, annotator_b):
+def five(annotator_a, annotator_b, analytics_inline):
     cg = build_graph_with_conversations(n=5)
     convs = list(Conversation.objects.filter(path__conversation_graph=cg).order_by("pk"))
     assert len(convs) == 5

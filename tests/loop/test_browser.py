@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), rea
 
 @pytest.mark.django_db(transaction=True)
 def test_coverage_drawing_and_fill_the_gaps(browser, live_server, admin_user, annotator_a, annotator_b,  # noqa: F811
-                                            drawing_worker):
+                                            analytics_inline, drawing_worker):
     cg = build_graph_with_conversations()
     users = [annotator_a, annotator_b]
     accept_lineage_above(cg, users)

@@ -74,7 +74,7 @@ def test_card_funnel_intents_and_list_renders_the_card(client, researcher, annot
     assert '<div class="markdown dataset-card">' in page and "<table>" in page and "## Funnel" not in page
 
 
-def test_analytics_never_shows_an_empty_interval(client, researcher, accepted_graph):
+def test_analytics_never_shows_an_empty_interval(client, researcher, accepted_graph, analytics_inline):
     client.force_login(researcher)
     page = client.get(reverse("curation:analytics")).content.decode()
     assert "[, ]" not in page and "Analytics by generator setting" in page

@@ -84,3 +84,34 @@ def test_correct_flowgraph_node_and_conversation_turn(browser, live_server, anno
     assert ArtifactVersion.objects.count() == 4 and CorrectionMark.objects.count() == 2
     assert ReviewItem.objects.get(pk=cv_item.pk).review_count == 2
     connections.close_all()
+
+
+def test_annotator_sees_the_corrections_on_the_review_page_and_the_queue(browser, live_server, annotator_a, admin_user):  # noqa: F811
+    import copy
+
+    from curation.reviews import corrections
+    from tests.curation.reviews.test_browser import shots
+
+    lin = build_lineage(conversations=2)
+    services.items_sync()
+    data = copy.deepcopy(lin.flowgraph.data)
+    next(n for n in data["nodes"] if n["id"] == "N1")["label"] = "What is your order number?"
+    corrections.correct(editor=admin_user, item_id=ReviewItem.objects.get(stage=ReviewStage.FLOWGRAPH).pk,
+                        payload=data, note="private note of the adjudicator")
+    cv_item = ReviewItem.objects.filter(stage=ReviewStage.CONVERSATION).order_by("pk").first()
+    ReviewItem.objects.filter(stage=ReviewStage.CONVERSATION).exclude(pk=cv_item.pk).update(required_reviews=1)
+    a = login(browser, live_server, annotator_a.username)
+    a.goto(f"{live_server.url}/curation/queue/")
+    a.click("#next-flowgraph")
+    a.wait_for_selector("#correction-notice")
+    assert "you review version 2" in a.locator("#correction-notice").inner_text()
+    shots(a, "i31c-review-corrected")
+    a.goto(f"{live_server.url}/curation/queue/")
+    a.click("#next-conversation")
+    a.wait_for_selector("#correction-notice")
+    assert "Marked for review again because its parent flowgraph was corrected" in a.locator("#correction-notice").inner_text()
+    a.goto(f"{live_server.url}/curation/queue/")
+    assert a.locator("#held .correction-held").count() == 2
+    assert "private note" not in a.content()
+    shots(a, "i31c-queue-corrected")
+    connections.close_all()

@@ -1,7 +1,8 @@
 """A stateful property test of curation: random claim, submit, skip, undo, claim expiry, resolve,
 reverse, job launch on reviewed inputs, release creation, the explorer's bulk actions (exclude,
-include again, re-queue, reviews needed), gold marking and seeding and guideline changes, for 2–4
-annotators, with every invariant of tests/curation/invariants.py checked after every step.
+include again, re-queue, reviews needed), gold marking and seeding, guideline changes and
+adjudicators' corrections with regeneration below them (tests/curation/reviews/sm_corrections.py),
+for 2–4 annotators, with every invariant of tests/curation/invariants.py checked after every step.
 
 Two rules read the pages (tests/curation/page_invariants.py): every badge, list and count equals
 the effective state recomputed from the rows, and an annotator's pages are the same, byte for
@@ -38,7 +39,7 @@ from curation.guidance.gold import GoldError, gold_mark, gold_seed
 from curation.guidance.guidelines import current_guide, reason_codes, reset_guide_cache
 from curation.models import AuditEvent, Claim, GoldItem, ItemState, ReviewItem, ReviewMeta, ReviewStage
 from curation.releases.services import ReleaseError, release_create
-from curation.reviews import services
+from curation.reviews import corrections, services
 from curation.reviews.explorer import items_bulk
 from curation.reviews.lineage import ancestors, blocked_above
 from curation.reviews.state import Effective, effective_of
@@ -48,13 +49,14 @@ from tests.conftest import make_user
 from tests.curation.factories import build_lineage
 from tests.curation.invariants import check_all
 from tests.curation.page_invariants import SKIPPED, blind_pair, check_annotator_pages, check_staff_pages
+from tests.curation.reviews.sm_corrections import TALLY as CORRECTIONS, CorrectionRules, check_corrections
 
 STAGES = st.sampled_from(ReviewStage.values)
 TALLY: Counter = Counter()  # how often the rarer paths ran (asserted at the end: not vacuous)
 VERDICTS = st.sampled_from(["accept", "reject"])
 
 
-class Curation(RuleBasedStateMachine):
+class Curation(CorrectionRules, RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self._atomic = transaction.atomic()
@@ -200,17 +202,21 @@ class Curation(RuleBasedStateMachine):
             return
         chosen = {pool[p % len(pool)] for p in picks}
         blocked = {i.pk for i in chosen if blocked_above(stage, i.object_id)}
+        regen = {i.pk for i in chosen if corrections.regenerate_marked(stage, i.object_id)} - blocked
         result = items_bulk(actor=self.adjudicator, stage=stage, item_ids=[i.pk for i in chosen], action=action,
                             required=min(required, len(self.annotators)))
         TALLY[f"bulk {action} done"] += result["done"]
         TALLY["include refused"] += len(result["refused"])
         if action == "include":
-            # Including an item under a rejected (or withheld) ancestor is refused, with the reason.
-            assert len(result["refused"]) == len(blocked), (result, blocked)
+            # Including an item under a rejected (or withheld) ancestor, or one a structural correction
+            # marked for regeneration, is refused, with the reason.
+            assert len(result["refused"]) == len(blocked) + len(regen), (result, blocked, regen)
             for item in chosen:
                 fresh = ReviewItem.objects.get(pk=item.pk)
                 if item.pk in blocked:
                     assert fresh.excluded and any(str(item) in r and "Ancestor" in r for r in result["refused"])
+                elif item.pk in regen:
+                    assert fresh.excluded and any(str(item) in r and "regenerated" in r for r in result["refused"])
                 else:
                     assert not fresh.withheld
         else:
@@ -285,6 +291,7 @@ class Curation(RuleBasedStateMachine):
         TALLY["steps"] += 1
         if self.annotators:
             check_all(self.annotators, self.release)
+            check_corrections()
             self.release = None  # a release is compared with the state right after it was made
 
 
@@ -297,7 +304,7 @@ def test_curation_state_machine() -> None:
     )
     # The pages were read (how often the rarer paths ran is printed with -s; a run where none of
     # them happened is possible by chance, so test_blind_pairs_* and the explorer tests pin them).
-    print(dict(TALLY), dict(SKIPPED))
+    print(dict(TALLY), dict(SKIPPED), dict(CORRECTIONS))
     assert TALLY["pages checked"], (TALLY, SKIPPED)
 
 
@@ -321,3 +328,35 @@ def test_blind_pairs_on_an_agreement_a_disagreement_and_an_agreed_rejection():
     client.force_login(a)
     for item, *_ in plan:
         assert blind_pair(client, a, ReviewItem.objects.get(pk=item.pk)), item
+
+
+@pytest.mark.django_db
+def test_correction_rules_pinned():
+    """The correction rules in a fixed order, so each path runs at least once whatever the draw:
+    every edit kind on every stage, a claim on a marked item closed, regeneration below both graphs,
+    with the invariants and the pages checked after each step."""
+    machine = Curation()
+    try:
+        machine.setup(n=2, required=2, lineages=1)
+        machine.claim(0, ReviewStage.CONVERSATION)
+        assert Claim.objects.filter(item__stage=ReviewStage.CONVERSATION).count() == 1
+        steps = [(ReviewStage.CONVERSATION, False), (ReviewStage.CONVERSATION, True), (ReviewStage.FLOWGRAPH, False),
+                 (ReviewStage.CONVERSATION_GRAPH, True), "regenerate", (ReviewStage.FLOWGRAPH, True), "regenerate"]
+        for k, step in enumerate(steps):
+            if step == "regenerate":  # below the one graph whose marks are still in curation
+                machine.regenerate(0)
+            else:
+                machine.correct(*step, True, k)
+            machine.invariants_hold()
+            machine.pages_agree(ReviewStage.CONVERSATION, "excluded", k)
+            if k == 3:
+                assert not Claim.objects.filter(item__stage=ReviewStage.CONVERSATION).exists()  # closed: withheld
+        machine.review_round(ReviewStage.CONVERSATION, ["accept", "accept"])
+        machine.make_release()
+        machine.invariants_hold()
+        machine.pages_agree(ReviewStage.CONVERSATION, "open", 1)
+    finally:
+        machine.teardown()
+    assert {"corrected flowgraph structure", "corrected conversation_graph structure", "corrected conversation text",
+            "corrected conversation structure", "regenerated below flowgraph",
+            "regenerated below conversation_graph"} <= set(CORRECTIONS), CORRECTIONS
