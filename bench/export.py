@@ -138,7 +138,7 @@ def synthetic_csv_lines(n: int):
 
 
 def synthetic_hf_lines(n: int, slim: bool):
-    """The rows' stored HF lines (ReleaseTest.hf_line: release_freeze writes them, migration 0013
+    """The rows' stored HF lines (ReleaseTest.hf_line: release_freeze writes them, migration 0014
     filled them for releases frozen before): whole, or slim (no procedure values, named context)."""
     from curation.releases.hf import stored_line
 

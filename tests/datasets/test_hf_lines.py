@@ -1,6 +1,6 @@
 """The Hugging Face tests.jsonl streams stored lines (curation.releases.hf): byte for byte what the
 plain hf_row rendering of every decoded row gives, over hostile text, for releases frozen now and
-for releases frozen before the lines were stored (filled by migration 0013), slim or whole."""
+for releases frozen before the lines were stored (filled by migration 0014), slim or whole."""
 from __future__ import annotations
 
 import importlib
@@ -22,7 +22,7 @@ from tests.datasets.test_release_freeze import expected_rows
 pytestmark = pytest.mark.django_db
 
 NASTY = HOSTILE + ' </script><!-- é ü 漢 \u2028 \u2029 "q" \\ \n\t\r =1+2 ,"job_id":1 "test_id": 🙂'
-fill_hf_lines = importlib.import_module("curation.migrations.0013_h29_hf_lines").fill_hf_lines
+fill_hf_lines = importlib.import_module("curation.migrations.0014_h29_hf_lines").fill_hf_lines
 
 
 def plain(release) -> str:

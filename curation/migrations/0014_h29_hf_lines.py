@@ -41,7 +41,7 @@ def fill_hf_lines(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("curation", "0012_i29f_one_release_format"),
+        ("curation", "0013_h31c_item_corrected"),
     ]
 
     operations = [
