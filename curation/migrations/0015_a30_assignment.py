@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('curation', '0013_h31c_item_corrected'),
+        ('curation', '0014_h29_hf_lines'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
