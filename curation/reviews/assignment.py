@@ -291,6 +291,11 @@ def progress(*, annotator=None) -> dict[tuple[str, str], dict[str, int]]:
     if annotator is not None:
         sql += " AND a.annotator_id = %s"
         params.append(annotator.pk)
+    from projects.context import current_project_id
+
+    if current_project_id() is not None:  # the current project's assignments only (issue #30)
+        sql += " AND i.project_id = %s"
+        params.append(current_project_id())
     out: dict[tuple[str, str], dict[str, int]] = {}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

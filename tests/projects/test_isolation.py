@@ -134,3 +134,19 @@ def test_a_row_of_b_cannot_be_named_in_a_post_to_a(client, world):
                            content_type="application/json")
     assert response.status_code == 400 and set(response.json()) >= {"agent", "release"}
     assert not EvaluationRun._base_manager.exists()
+
+
+def test_assignment_progress_and_annotators_stay_in_the_project(world):
+    from curation.reviews import assignment
+
+    with use_project(world.b):
+        item = ReviewItem.objects.filter(stage="procedure").get()
+        with pytest.raises(assignment.AssignError, match="not an annotator"):
+            assignment._annotators(["only_a"])  # an annotator of Default only
+        assert [u.username for u in assignment._annotators(["both"])] == ["both"]
+        from curation.models import Assignment
+
+        Assignment.objects.create(item=item, annotator=world.both)
+        assert assignment.progress()[("both", "procedure")]["assigned"] == 1
+    with use_project(world.a):
+        assert assignment.progress() == {}
