@@ -1,4 +1,5 @@
-"""The Django admin, open to the admin role only.
+"""The Django admin, open to the admin role only, and only to those who see every project
+(superusers, or admins of every project: roles.sees_every_project), since it is not scoped.
 
 Verdicts are visible in the admin, and only admins may see other annotators' verdicts, so the
 whole site is closed to every other role (not only to non-staff users).
@@ -10,7 +11,7 @@ from functools import update_wrapper
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 
-from almita_web.roles import ADMIN, has_role
+from almita_web.roles import ADMIN, has_role, sees_every_project
 
 
 class AlmitaAdminSite(admin.AdminSite):
@@ -19,7 +20,7 @@ class AlmitaAdminSite(admin.AdminSite):
     index_title = "Data and jobs"
 
     def has_permission(self, request) -> bool:
-        return request.user.is_active and has_role(request.user, ADMIN)
+        return request.user.is_active and has_role(request.user, ADMIN) and sees_every_project(request.user)
 
     def _refuse_logged_in_non_admins(self, request) -> None:
         # Django would show its login form to a logged-in annotator, as if another login could
@@ -45,7 +46,7 @@ class RoleModelAdmin(admin.ModelAdmin):
     """Grants the admin role full access without per-model Django permissions."""
 
     def _is_admin(self, request) -> bool:
-        return request.user.is_active and has_role(request.user, ADMIN)
+        return request.user.is_active and has_role(request.user, ADMIN) and sees_every_project(request.user)
 
     def has_module_permission(self, request) -> bool:
         return self._is_admin(request)

@@ -99,4 +99,31 @@ def nav_context(request: HttpRequest) -> dict:
     if user is None or not user.is_authenticated:
         return {}
     groups = nav_groups(request_roles(request), request.path)
-    return {"nav_groups": groups, "nav_menus": len(groups) > 1}
+    return {"nav_groups": groups, "nav_menus": len(groups) > 1, **project_switch(request)}
+
+
+_PROJECTS_KEY = "_almita_projects"
+
+
+def project_switch(request: HttpRequest) -> dict:
+    """The current project and the user's projects for the switcher (issue #30), the list kept in
+    the session for ROLE_CACHE_SECONDS like the roles, so pages pay no query for it."""
+    import time
+
+    from almita_web.roles import ROLE_CACHE_SECONDS
+    from projects.middleware import user_projects
+
+    project = getattr(request, "project", None)
+    user = request.user
+    entry = request.session.get(_PROJECTS_KEY) if hasattr(request, "session") else None
+    now = time.time()
+    if isinstance(entry, dict) and entry.get("user") == user.pk and 0 <= now - entry.get("at", 0) < ROLE_CACHE_SECONDS:
+        mine = entry["projects"]
+    else:
+        mine = [[p.slug, p.name] for p in user_projects(user).order_by("name", "id")]
+        if hasattr(request, "session"):
+            request.session[_PROJECTS_KEY] = {"user": user.pk, "at": now, "projects": mine}
+    base = request.META.get("SCRIPT_NAME", "").rstrip("/")
+    return {"current_project": project,
+            "switch_projects": [{"slug": slug, "name": name, "url": f"{base}/p/{slug}/",
+                                 "current": project is not None and slug == project.slug} for slug, name in mine]}

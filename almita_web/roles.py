@@ -145,3 +145,19 @@ def roles_context(request: HttpRequest) -> dict:
         "is_adjudicator_role": bool(roles & {ADJUDICATOR, ADMIN}),
         "is_researcher_role": bool(roles & {RESEARCHER, ADMIN}),
     }
+
+
+def sees_every_project(user) -> bool:
+    """The Django admin shows every project's rows: it is for superusers, and for a user who is an
+    admin in every project (on a one-project install, the admins of Default)."""
+    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+        return False
+    if user.is_superuser:
+        return True
+    cached = getattr(user, "_almita_sees_all", None)
+    if cached is None:
+        from projects.models import Membership, Project
+
+        admin_in = Membership.objects.filter(user=user, role=ADMIN).values("project_id").distinct().count()
+        cached = user._almita_sees_all = admin_in > 0 and admin_in == Project.objects.count()
+    return cached

@@ -3,7 +3,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from almita_web import views
+from almita_web import project_views, views
 from almita_web.admin_site import site as admin_site
 
 urlpatterns = [
@@ -14,6 +14,8 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin_site.urls),
+    path("projects/", project_views.projects_page, name="projects"),  # site-wide (issue #30)
+    path("settings/", project_views.project_settings, name="project_settings"),  # the current project's
     path("generation/", include("generation.urls")),
     path("curation/", include("curation.urls")),
     path("datasets/", include("curation.releases.urls")),

@@ -11,6 +11,7 @@ use, written to a temporary file:
 
 * JSONL download: stored JSON text → curation.releases.exports.jsonl_chunks (what tests.jsonl streams);
 * CSV download: stored CSV records → csv_line_chunks (what tests.csv streams);
+* HF tests.jsonl (--db): stored HF lines → curation.releases.hf.hf_lines (slim ones spliced);
 * CSV rendering: decoded rows → csv_chunks / CsvLineMaker, the work release_create does once per
   test.
 
@@ -136,6 +137,20 @@ def synthetic_csv_lines(n: int):
         yield f"{i + 1},{i // 7 + 1},{pool[((i // 7) % 64) * 7 + i % 7]}"
 
 
+def synthetic_hf_lines(n: int, slim: bool):
+    """The rows' stored HF lines (ReleaseTest.hf_line: release_freeze writes them, migration 0014
+    filled them for releases frozen before): whole, or slim (no procedure values, named context)."""
+    from curation.releases.hf import stored_line
+
+    pool = []
+    for d in synthetic_rows(64 * 7):
+        line = stored_line({**d, "test_id": 0, "conversation_id": 0}, slim, slim)
+        pool.append(line.split(",", 3)[3])  # everything after the three ids
+    for i in range(n):
+        yield f'{{"test_id":{i + 1},"conversation_id":{i // 7 + 1},"position":{2 * (i % 7) + 1},' \
+              f'{pool[((i // 7) % 64) * 7 + i % 7]}'
+
+
 def run(label: str, chunks, n: int, out: Path) -> None:
     import gc
 
@@ -183,12 +198,13 @@ def fill_db(n: int):
             for t in templates()])
         # Plain executemany of pre-encoded rows: the set-up is not what is measured.
         table = ReleaseTest._meta.db_table
-        sql = (f"INSERT INTO {table} (release_id, test_id, conversation_id, position, data, csv_line) "
-               "VALUES (%s, %s, %s, %s, %s, %s)")
+        sql = (f"INSERT INTO {table} (release_id, test_id, conversation_id, position, data, csv_line, hf_line) "
+               "VALUES (%s, %s, %s, %s, %s, %s, %s)")
         with connection.cursor() as cursor:
             batch = []
-            for i, (text, line) in enumerate(zip(synthetic_text_rows(n), synthetic_csv_lines(n))):
-                batch.append((release.pk, i + 1, i // 7 + 1, 2 * (i % 7) + 1, text, line))
+            for i, (text, line, hf) in enumerate(zip(synthetic_text_rows(n), synthetic_csv_lines(n),
+                                                     synthetic_hf_lines(n, slim=False))):
+                batch.append((release.pk, i + 1, i // 7 + 1, 2 * (i % 7) + 1, text, line, hf))
                 if len(batch) >= 5000:
                     cursor.executemany(sql, batch)
                     batch = []
@@ -233,9 +249,10 @@ def fill_db_slim(n: int):
         ReleaseRecord.objects.bulk_create(records)
         table = ReleaseTest._meta.db_table
         sql = (f"INSERT INTO {table} (release_id, test_id, conversation_id, position, procedure_id, context_len, data, "
-               "csv_line) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)")
+               "csv_line, hf_line) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)")
         conv_sql = f"INSERT INTO {ReleaseRecord._meta.db_table} (release_id, kind, object_id, data) VALUES (%s, %s, %s, %s)"
         pool_tpl = templates()
+        hf_lines = synthetic_hf_lines(n, slim=True)
         with connection.cursor() as cursor:
             batch, convs = [], []
             for i in range(n):
@@ -248,7 +265,7 @@ def fill_db_slim(n: int):
                         "path": f"path-{k}", "mode": "offline", "messages": t["context"], "noise_kinds": t["noise_kinds"],
                         "tests": []})))
                 batch.append((release.pk, i + 1, cid, 2 * j + 1, k, 2 * j + 1,
-                              f'{head}"conversation_id":{cid}{tail}"test_id":{i + 1}}}', f"{i + 1},{cid},{2 * j + 1},{rest}"))
+                              f'{head}"conversation_id":{cid}{tail}"test_id":{i + 1}}}', f"{i + 1},{cid},{2 * j + 1},{rest}", next(hf_lines)))
                 if len(batch) >= 5000:
                     cursor.executemany(sql, batch)
                     cursor.executemany(conv_sql, convs)

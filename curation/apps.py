@@ -7,7 +7,7 @@ class CurationConfig(AppConfig):
     verbose_name = "Curation"
 
     def ready(self) -> None:
-        from curation.agreement.precompute import audit_event_saved
+        from curation.agreement.services import audit_event_saved
         from curation.agreement.services import job_panel
         from curation.models import AuditEvent
         from generation.panels import register_job_panel

@@ -15,6 +15,6 @@ def send_digest_task() -> tuple[int, int]:
 def analytics_recompute_task() -> float:
     """Compute and store the whole analytics table (curation.agreement.precompute); no user acts
     here, and the figures are shown only to researchers and admins. Returns the seconds taken."""
-    from curation.agreement.precompute import recompute
+    from curation.agreement.services import recompute_analytics as recompute
 
     return recompute()["seconds"]

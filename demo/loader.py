@@ -157,38 +157,78 @@ def demo_users_load() -> list[str]:
     return created
 
 
+# Issue #30: a second, small project with other people, so the project switch is visible. The
+# demo admin (a superuser) sees both; annotator2 annotates in both; shipper works only here.
+SHIPPING_SLUG, SHIPPING_NAME = "shipping", "Shipping bot"
+SHIPPING_USERS = [
+    ("shipper", [ANNOTATOR, ADJUDICATOR], "almita-shipper"),
+    ("annotator2", [ANNOTATOR], "almita-annotator2"),
+]
+
+
+def demo_shipping_load() -> tuple[object, list[str], int]:
+    """The Shipping bot project, its members and its one imported case (idempotent)."""
+    from projects.context import use_project
+    from projects.models import Project
+
+    project, _ = Project.objects.get_or_create(slug=SHIPPING_SLUG, defaults={"name": SHIPPING_NAME,
+                                                                             "reviews_per_item": 1})
+    created_users = []
+    for username, roles, password in SHIPPING_USERS:
+        user, was_created = User.objects.get_or_create(username=username)
+        if was_created:
+            user.set_password(password)
+            user.save()
+            created_users.append(username)
+        assign_roles(user, roles, project)
+    with use_project(project):
+        rows = _case_load(DEMO_CASES[0])
+    return project, created_users, rows
+
+
 @transaction.atomic
 def demo_load() -> DemoReport:
+    from projects.context import default_project, use_project
+
     users = demo_users_load()
     created = 0
-    for case in DEMO_CASES:
-        intent, new = Intent.objects.get_or_create(
-            key=f"demo:{case.slug}:intent", job=None,
-            defaults={"client": case.client, "issue": case.issue, "name": case.name, "origin": Origin.IMPORTED},
+    with use_project(default_project()):
+        for case in DEMO_CASES:
+            created += _case_load(case)
+    _project, shipping_users, rows = demo_shipping_load()
+    return DemoReport(users_created=users + shipping_users, rows_created=created + rows)
+
+
+def _case_load(case: DemoCase) -> int:
+    """One demo case's intent, procedure, APIs and flowgraph in the current project; rows created."""
+    created = 0
+    intent, new = Intent.objects.get_or_create(
+        key=f"demo:{case.slug}:intent", job=None,
+        defaults={"client": case.client, "issue": case.issue, "name": case.name, "origin": Origin.IMPORTED},
+    )
+    created += new
+    procedure, new = Procedure.objects.get_or_create(
+        key=f"demo:{case.slug}:procedure", job=None,
+        defaults={"intent": intent, "title": case.procedure.splitlines()[0].lstrip("# "),
+                  "text": case.procedure, "origin": Origin.IMPORTED},
+    )
+    created += new
+    for name, description, params, output_name, output_type in case.apis:
+        _, new = Api.objects.get_or_create(
+            key=f"demo:{case.slug}:api:{name}", job=None,
+            defaults={
+                "procedure": procedure, "name": name, "description": description, "origin": Origin.IMPORTED,
+                "parameters": [{"name": p.name, "type": p.type, "required": p.required, "description": p.description} for p in params],
+                "output_name": output_name, "output_type": output_type,
+            },
         )
         created += new
-        procedure, new = Procedure.objects.get_or_create(
-            key=f"demo:{case.slug}:procedure", job=None,
-            defaults={"intent": intent, "title": case.procedure.splitlines()[0].lstrip("# "),
-                      "text": case.procedure, "origin": Origin.IMPORTED},
-        )
-        created += new
-        for name, description, params, output_name, output_type in case.apis:
-            _, new = Api.objects.get_or_create(
-                key=f"demo:{case.slug}:api:{name}", job=None,
-                defaults={
-                    "procedure": procedure, "name": name, "description": description, "origin": Origin.IMPORTED,
-                    "parameters": [{"name": p.name, "type": p.type, "required": p.required, "description": p.description} for p in params],
-                    "output_name": output_name, "output_type": output_type,
-                },
-            )
-            created += new
-        graph = parse_graph_text(case.flow, kind="flowgraph")
-        violations = validate_flowgraph(graph, [a[0] for a in case.apis])
-        _, new = Flowgraph.objects.get_or_create(
-            key=f"demo:{case.slug}:flowgraph", job=None,
-            defaults={"procedure": procedure, "data": graph_to_json(graph), "text": case.flow, "origin": Origin.IMPORTED,
-                      "validation": [{"rule": v.rule, "where": v.where, "message": v.message, "severity": v.severity} for v in violations]},
-        )
-        created += new
-    return DemoReport(users_created=users, rows_created=created)
+    graph = parse_graph_text(case.flow, kind="flowgraph")
+    violations = validate_flowgraph(graph, [a[0] for a in case.apis])
+    _, new = Flowgraph.objects.get_or_create(
+        key=f"demo:{case.slug}:flowgraph", job=None,
+        defaults={"procedure": procedure, "data": graph_to_json(graph), "text": case.flow, "origin": Origin.IMPORTED,
+                  "validation": [{"rule": v.rule, "where": v.where, "message": v.message, "severity": v.severity} for v in violations]},
+    )
+    created += new
+    return created

@@ -79,16 +79,18 @@ def job_coverage_summary(job: GenerationJob) -> dict[str, Any]:
     return report(leaf_graphs(graphs_of_job(job)))["summary"]
 
 
-def coverage_svg(cg: ConversationGraph, cov: GraphCoverage) -> tuple[str, str]:
-    """(svg, error): the graph drawn with covered and uncovered edges in two colours and a legend."""
-    from generation.pipeline.render import GraphvizMissing, to_svg
+def coverage_drawing(cg: ConversationGraph, cov: GraphCoverage) -> dict[str, Any]:
+    """The graph with covered and uncovered edges in two colours and a legend, as
+    generation.drawing_cache hands it to a page: drawn by the worker, never in the request."""
+    from generation.drawing_cache import drawing_for
+    from generation.pipeline.render import to_dot
 
     try:
-        return to_svg(graph_from_json(cg.data), covered_edges=set(cov.covered_edges)), ""
-    except GraphvizMissing as exc:
-        return "", str(exc)
-    except (GraphFormatError, RuntimeError, OSError) as exc:
-        return "", f"The graph could not be drawn: {exc}"
+        g = graph_from_json(cg.data)
+    except (GraphFormatError, KeyError, TypeError, ValueError) as exc:
+        return {"svg": "", "error": f"The graph could not be drawn: {exc}", "pending": False}
+    dot = to_dot(g, covered_edges=set(cov.covered_edges))
+    return drawing_for("coverage", dot, g.number_of_nodes(), g.number_of_edges())
 
 
 def format_report(data: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ from django.db import models, transaction
 from django.utils.html import escape
 
 from generation.pipeline.formats import GraphFormatError, graph_from_json
-from generation.pipeline.render import GraphvizMissing, to_svg_readable
+from generation.pipeline.render import GraphTooLarge, GraphvizMissing, message_svg, to_svg_readable
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,8 @@ def graph_drawing(data: Any, highlight: list | None = None) -> tuple[str, str]:
         svg, rankdir = to_svg_readable(g, highlight_path=highlight)
         names = escape(json.dumps([str(n) for n in g.nodes]))
         return svg.replace("<svg", f'<svg data-layout="{rankdir}" data-nodes="{names}"', 1), ""
+    except GraphTooLarge as exc:  # stored as the drawing (marked drawn): the message, not a retry
+        return message_svg(str(exc)).replace("<svg", '<svg data-layout="TB" data-nodes="[]"', 1), ""
     except GraphvizMissing as exc:
         return "", str(exc)
     except GraphFormatError as exc:

@@ -5,7 +5,6 @@ import json
 from decimal import Decimal
 
 from django import forms
-from django.conf import settings
 
 from generation.pipeline.sampling import SAMPLERS
 from generation.services.config import BOUNDS, SEED_MAX, TEMPERATURE_MAX
@@ -64,10 +63,13 @@ class JobForm(forms.Form):
         from generation.inputs import existing_choice_labels
 
         self.fields["existing"].choices = existing_choice_labels(self.fields["existing"].choices)
+        from generation.llm.config import stage_model
+
         for stage in LLM_STAGES:
+            # The project's default model for the stage (its settings page), else the site's.
             self.fields[f"model_{stage}"] = forms.CharField(
                 required=False, max_length=200, label=f"Model: {stage.replace('_', ' ')}",
-                widget=forms.TextInput(attrs={"placeholder": settings.LLM_STAGE_MODELS.get(stage, "")}))
+                widget=forms.TextInput(attrs={"placeholder": stage_model(stage)}))
             self.fields[f"temperature_{stage}"] = forms.FloatField(
                 required=False, min_value=0.0, max_value=TEMPERATURE_MAX,
                 label=f"Temperature: {stage.replace('_', ' ')}",

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from almita_web.roles import ADMIN, role_required
 from generation import gaps
-from generation.coverage import coverage_of, coverage_svg, graphs_of_job, leaf_graphs, report
+from generation.coverage import coverage_drawing, coverage_of, graphs_of_job, leaf_graphs, report
 from generation.models import ConversationGraph, GenerationJob
 
 
@@ -34,9 +34,10 @@ def graph_coverage_context(cg: ConversationGraph) -> dict[str, Any]:
     (_, cov, err), = coverage_of([cg])
     if cov is None:
         return {"coverage_error": err}
-    svg, svg_error = coverage_svg(cg, cov)
+    drawing = coverage_drawing(cg, cov)  # made by the worker; the page polls while it draws
     attempts = gaps.previous_attempts(cg)
-    return {"coverage": cov.as_dict(), "coverage_svg": svg, "coverage_svg_error": svg_error,
+    return {"coverage": cov.as_dict(), "coverage_svg": drawing["svg"], "coverage_svg_error": drawing["error"],
+            "coverage_drawing": drawing,
             "fill_form": FillForm(), "gap_attempts": [{"edge": f"{u} → {v}", "attempts": attempts[(str(u), str(v))]}
                                                       for u, v in cov.uncovered_edges]}
 

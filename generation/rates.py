@@ -17,6 +17,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from generation.models import GenerationJob, LLMCall, LLMOutcome
+from generation.llm.config import endpoint_base_url
 
 MAX_BUCKETS = 60
 BUCKET_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200)
@@ -81,14 +82,14 @@ def series(calls: list[tuple[datetime, int, int | None, str, str]], now: datetim
 
 def limiter_states(job: GenerationJob, models: list[str]) -> list[dict[str, Any]]:
     """The shared limiter of each model the job called, as it is now (the configured endpoint)."""
-    if not settings.OPENAI_BASE_URL:
+    if not endpoint_base_url():
         return []
     from generation.llm.limiter import limiter_for
 
     out = []
     for model in models:
         try:
-            state = limiter_for(settings.OPENAI_BASE_URL, model).snapshot()
+            state = limiter_for(endpoint_base_url(), model).snapshot()
         except Exception:  # noqa: BLE001 - the panel must not break the page when the store is down
             continue
         out.append({"model": model, **state})

@@ -35,6 +35,9 @@ def configured_keys() -> list[str]:
         from django.conf import settings
 
         keys = [getattr(settings, "OPENAI_API_KEY", "") or ""]
+        from generation.llm.config import endpoint_api_key
+
+        keys.append(endpoint_api_key() or "")  # the current project's own key (issue #30)
     except Exception:  # noqa: BLE001 - settings not configured (a bare script): only the patterns apply
         keys = []
     return [k for k in keys if len(k) >= _MIN_KEY_LENGTH]

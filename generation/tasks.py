@@ -221,3 +221,11 @@ def graphs_draw_task(label: str, ids: list[int]) -> int:
     from generation.drawings import graphs_draw
 
     return graphs_draw(label, ids)
+
+
+@shared_task(name="generation.drawing_make")
+def drawing_make_task(kind: str, key: str, dot: str) -> bool:
+    """Draw a page's DOT text into the cache (generation.drawing_cache; dot is time-bounded)."""
+    from generation.drawing_cache import drawing_make
+
+    return not drawing_make(kind, key, dot)["error"]

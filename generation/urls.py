@@ -18,4 +18,5 @@ urlpatterns = [
     path("graphs/<int:pk>/fill/", loop_views.fill_graph, name="fill_graph"),
     path("jobs/<int:job_id>/fill/", loop_views.fill_job, name="fill_job"),
     path("api-graph/", api_graph_views.api_graph, name="api_graph"),
+    path("drawings/<str:kind>/<str:key>.json", api_graph_views.drawing_poll, name="drawing_poll"),
 ]

@@ -209,6 +209,50 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05, message: 
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
+class DrawingQueue(list):
+    """generation.drawing_make tasks the pages queued; run() makes them as the worker would."""
+
+    def run(self) -> int:
+        from generation import tasks
+
+        n = 0
+        while self:
+            tasks.drawing_make_task(*self.pop(0))
+            n += 1
+        return n
+
+
+@pytest.fixture
+def drawing_queue(monkeypatch):
+    """Pages' drawings (generation.drawing_cache) queued here instead of on the broker, under a
+    cache prefix of this test's own (the shared cache outlives a test)."""
+    import uuid
+
+    from generation import drawing_cache, tasks
+
+    queue = DrawingQueue()
+    monkeypatch.setattr(drawing_cache, "PREFIX", f"test-drawing-{uuid.uuid4().hex}")
+    monkeypatch.setattr(tasks.drawing_make_task, "delay", lambda *args: queue.append(args))
+    return queue
+
+
+@pytest.fixture
+def drawing_worker(drawing_queue, monkeypatch):
+    """A stand-in worker for browser tests: each queued drawing is made in a thread shortly after
+    the request has answered, so the page shows "Drawing…" and polls until it arrives."""
+    import threading
+
+    from generation import tasks
+
+    def later(*args) -> None:
+        timer = threading.Timer(0.5, lambda: tasks.drawing_make_task(*args))
+        timer.daemon = True
+        timer.start()
+
+    monkeypatch.setattr(tasks.drawing_make_task, "delay", later)
+    return drawing_queue
+
+
 @pytest.fixture(autouse=True)
 def _no_stored_analytics():
     """The stored analytics table (curation.agreement.precompute) is keyed by the largest ids,

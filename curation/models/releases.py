@@ -80,6 +80,10 @@ class ReleaseTest(models.Model):
     # The test's ALMITA-style CSV record, rendered once when the release is made (releases never
     # change), so the CSV download streams stored text like the JSONL one instead of re-encoding.
     csv_line = models.TextField(blank=True, default="")
+    # The test's Hugging Face tests.jsonl line, likewise (slim rows: without the procedure's
+    # values and a named context; curation.releases.hf). Empty (the database default, so raw
+    # inserts of the other columns still work): rendered at download.
+    hf_line = models.TextField(blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["conversation_id", "position"]

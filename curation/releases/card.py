@@ -134,6 +134,7 @@ def release_card(release: Release, stats: dict) -> str:
         f"# {release.name} v{release.version}", "",
         f"{release.get_kind_display()} release created {release.created_at:%Y-%m-%d %H:%M} UTC"
         + (f" by {release.created_by.get_username()}" if release.created_by else "") + ".", "",
+        f"- Project: {release.project.name} (`{release.project.slug}`)",
         f"- Licence: {release.licence}",
         f"- Content hash (sha256): `{release.content_hash}`",
         f"- Filters: `{json.dumps(release.filters, sort_keys=True)}`",

@@ -41,7 +41,8 @@ from curation.releases.rows import (  # noqa: F401  (plain_rows: re-exported)
     release_test_rows,
     whole,
 )
-from generation.pipeline.extract import format_api_call
+from curation.releases.hf import HF_ENCODE as _HF_ENCODE  # noqa: F401  (re-exported)
+from curation.releases.hf import flat_row, hf_lines, hf_row  # noqa: F401  (re-exported)
 
 JSONL_FILES = {
     "tests.jsonl": None,  # the frozen test rows themselves
@@ -113,49 +114,6 @@ def release_csv_lines(release: Release, chunk_size: int = 2000) -> Iterator[str]
 def release_csv(release: Release) -> Iterator[str]:
     """The download: every release stores its CSV records (migration 0012 rendered the missing ones)."""
     return csv_line_chunks(release_csv_lines(release))
-
-
-def flat_row(d: dict[str, Any]) -> dict[str, Any]:
-    """A tests.jsonl row as the released columns (CSV_COLUMNS), values in their natural types:
-    the one mapping from the nested record to the flat schema (docs/datasets.md).
-
-    expected_content is the reply's text, or for an API call the call written as `name(k=v)`
-    (what tests.csv has always carried); a missing graph id is None.
-    """
-    exp = d["expected"]
-    is_call = exp["type"] == "api_call"
-    return {
-        "test_id": d["test_id"], "conversation_id": d["conversation_id"], "position": d["position"],
-        "intent_id": d["intent"]["id"], "intent": d["intent"]["name"], "client": d["intent"]["client"],
-        "procedure_id": d["procedure"]["id"], "procedure": d["procedure"]["text"], "apis": d["apis"],
-        "context": [{"role": str(m.get("role", "")), "content": str(m.get("content", ""))} for m in d["context"]],
-        "expected_type": exp["type"],
-        "expected_content": format_api_call(exp["name"], exp.get("parameters") or {}) if is_call else exp.get("content", ""),
-        "expected_api_name": exp.get("name", "") if is_call else "",
-        "expected_parameters": (exp.get("parameters") or {}) if is_call else {},
-        "noise_kinds": list(d.get("noise_kinds") or []),
-        "flowgraph_id": d.get("flowgraph_id"), "conversation_graph_id": d.get("conversation_graph_id"),
-        "path_node_ids": list(d.get("path_node_ids") or []),
-        "expected_action": d.get("expected_action") or "",
-    }
-
-
-_HF_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
-def hf_row(d: dict[str, Any]) -> dict[str, Any]:
-    """flat_row with the same type on every line, so pyarrow infers one schema: the columns and
-    their order are tests.csv's (CSV_COLUMNS).
-
-    Values whose shape varies between rows (API specs, call parameters, path node ids) are JSON
-    strings, noise kinds comma-joined, and a missing graph id is -1.
-    """
-    f = flat_row(d)
-    f.update(apis=_dumps(f["apis"]), expected_parameters=_dumps(f["expected_parameters"]) if f["expected_api_name"] else "{}",
-             noise_kinds=",".join(f["noise_kinds"]), path_node_ids=_dumps(f["path_node_ids"]),
-             flowgraph_id=-1 if f["flowgraph_id"] is None else f["flowgraph_id"],
-             conversation_graph_id=-1 if f["conversation_graph_id"] is None else f["conversation_graph_id"])
-    return {k: f[k] for k in CSV_COLUMNS}
 
 
 HF_LICENCES = {"CC-BY-4.0": "cc-by-4.0", "CC-BY-SA-4.0": "cc-by-sa-4.0", "CC0-1.0": "cc0-1.0",
@@ -236,7 +194,8 @@ def hf_sources(release: Release) -> dict[str, Callable[[], Iterator[str]]]:
     return {
         "README.md": lambda: iter([hf_readme(release)]),
         # Encoded in column order (not sorted): `datasets` takes its column order from the keys.
-        "tests.jsonl": lambda: jsonl_chunks(_HF_ENCODE(hf_row(d)) for d in release_rows(release)),
+        # Stored lines (curation.releases.hf), byte for byte hf_row's rendering.
+        "tests.jsonl": lambda: jsonl_chunks(hf_lines(release)),
         "manifest.json": lambda: iter([json.dumps(release.manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"]),
     }
 

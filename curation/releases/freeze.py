@@ -24,6 +24,7 @@ from typing import Any
 
 from curation.models import Release, ReleaseRecord, ReleaseTest
 from curation.releases.csv_render import _ENCODE, _cell
+from curation.releases.hf import hf_action, hf_context, hf_expected, hf_graph, jsonb_order
 from curation.releases.writer import Writer, copy_json, copy_line, copy_text
 from generation.imports import (
     api_row_to_dict,
@@ -78,7 +79,7 @@ def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
 def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Writer) -> dict[str, Any]:
     procs, paths, graphs, flowgraphs, apis = lin["procs"], lin["paths"], lin["graphs"], lin["flowgraphs"], lin["apis"]
     tests_out = writer.table(ReleaseTest, ["release_id", "test_id", "conversation_id", "position", "procedure_id",
-                                           "context_len", "data", "csv_line"])
+                                           "context_len", "data", "csv_line", "hf_line"])
     records_out = writer.table(ReleaseRecord, ["release_id", "kind", "object_id", "data"])
     pg = writer.pg
     conv_rows = writer.reader(Conversation.objects.filter(pk__in=tests_qs.order_by().values("conversation_id")).order_by(
@@ -99,6 +100,8 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
     expected: dict[tuple, tuple[str, str]] = {}  # (JSON, CSV cells) of recent expected outputs
     actions: dict[str, tuple[str, str]] = {}
     pending: list[tuple] = []
+    # The HF line's values as a row decoded from this database holds them (PostgreSQL: jsonb's key order).
+    order = jsonb_order if pg else (lambda v: v)
     for cid, group in groupby(test_rows, key=lambda r: r[1]):
         c_pk, pid, path_id, noise_raw, mode, conv_job, messages = next(conv_rows)
         assert c_pk == cid, (c_pk, cid)  # both streams are ordered by conversation id
@@ -129,6 +132,7 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
                     f'"path_node_ids":{nodes_text},"position":'
         csv_conv = ",".join((_cell(",".join(noise_list)) if noise_list else "", "" if fg is None else str(fg),
                              "" if cg is None else str(cg.pk), _cell(" ".join(nodes)) if nodes else ""))
+        hf_conv = hf_graph(noise_list, fg, cg.pk if cg else None, nodes)
         # Readers cut the slim text at its last ,"job_id": key (release_rows.splice_text): what
         # follows it are numbers and these two lists, whose items are strings (the CSV record
         # joins them: anything else fails here, as it did in format 1), so none can hold one.
@@ -143,27 +147,36 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
             key = (etype, etext, ename, eparams_raw)
             exp = expected.get(key)
             if exp is None:
-                exp = expected[key] = _expected(etype, etext, ename, eparams_raw)
+                exp = _expected(etype, etext, ename, eparams_raw)
+                value = {"content": etext, "type": "reply"} if etype == "reply" else order(_SCAN(exp[0], 0)[0])
+                exp = expected[key] = (*exp, hf_expected(value))
                 if len(expected) > 10_000:
                     expected.clear()
             act = actions.get(action)
             if act is None:
-                act = actions[action] = (enc(action), _cell(action or ""))
+                act = actions[action] = (enc(action), _cell(action or ""), hf_action(action))
             job = t_job or conv_job
+            hf_rest = f"{exp[2]},{hf_conv},{act[2]}}}"
             rest = (f'{exp[0]},"expected_action":{act[0]}{after_fg}'
                     f'{"null" if job is None else job}{after_pos}{position},"test_id":{t_pk}}}')
             if k is None:
                 ctx_text, ctx_cell = ctx.next(context_raw)
                 text = f'{{"context":{ctx_text}{after_exp}{rest}'
                 line = f"{t_pk},{cid},{position},{ctx_cell},{exp[1]},{csv_conv},{act[1]}"
+                try:
+                    hf_ctx = f'"context":{hf_context(order(_SCAN(ctx_text, 0)[0]))},'
+                    hf = f'{{"test_id":{t_pk},"conversation_id":{cid},"position":{position},{hf_ctx}{hf_rest}'
+                except (AttributeError, TypeError):  # not messages: the download renders it (and fails as before)
+                    hf = ""
             else:
                 text = head_exp + rest
                 line = f"{t_pk},{cid},{position},{exp[1]},{csv_conv},{act[1]}"
+                hf = f'{{"test_id":{t_pk},"conversation_id":{cid},"position":{position},{hf_rest}'
             # What the content hash covers of a test: every stored value that reaches an output.
             update(test_hash_line(pid, k, text, line))
             pending.append(f"{rid}\t{t_pk}\t{cid}\t{position}\t{pid}\t{NULL if k is None else k}\t"
-                           f"{copy_json(text)}\t{copy_text(line)}\n"
-                           if pg else (rid, t_pk, cid, position, pid, k, text, line))
+                           f"{copy_json(text)}\t{copy_text(line)}\t{copy_text(hf)}\n"
+                           if pg else (rid, t_pk, cid, position, pid, k, text, line, hf))
             n_tests += 1
             expected_types[etype] += 1
             if t_job:

@@ -2,9 +2,9 @@
 
 A graph's drawing is made by the worker when the graph is stored (generation.drawings) and read
 from the row's ``svg`` field; a graph the worker has not drawn yet is drawn once here and stored.
-A conversation's graph with its path highlighted is cached in Django's cache (one cache for every
-web host, see settings.CACHES), keyed by both rows. Graphviz escapes every label, so the markup
-is inlined as is.
+A conversation's path is highlighted in the browser on its graph's stored drawing (the figure's
+``data-path``, static/js/graph.js): no drawing is made for a conversation. Graphviz escapes every
+label, so the markup is inlined as is.
 """
 from __future__ import annotations
 
@@ -13,16 +13,15 @@ import hashlib
 import json
 from typing import Any
 
-from django.core.cache import cache
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
 from curation.guidance.services import current_guide, human_codes, reason_codes, rule_codes
 from curation.models import ReviewItem, ReviewStage
 from curation.reviews.lineage import artifact_for
-from generation.drawings import drawing_store, graph_drawing, is_drawn
+from generation.drawings import drawing_store, is_drawn
 from generation.models import Api, ConversationGraph, Flowgraph, Procedure
-from generation.pipeline.render import scope_svg_ids
+from generation.pipeline.render import HIGHLIGHT_COLOUR, scope_svg_ids
 
 
 def cached_svg(row: Flowgraph | ConversationGraph) -> dict[str, Any]:
@@ -45,19 +44,6 @@ def highlighted_key(cg: ConversationGraph, path_nodes: list, conversation_id: in
     """The cache key of a conversation's highlighted drawing (a correction of the graph deletes it)."""
     path_digest = hashlib.sha256(json.dumps([str(n) for n in path_nodes]).encode()).hexdigest()[:16]
     return f"curation:svg3:cg{cg.pk}:{cg.created_at.timestamp():.6f}:cv{conversation_id}:{path_digest}"
-
-
-def highlighted_svg(cg: ConversationGraph, path_nodes: list, conversation_id: int) -> dict[str, Any]:
-    # The cache outlives the database (a file cache shared by all processes): the row's creation
-    # time and the path itself are in the key, so a reused primary key never finds an old drawing.
-    key = highlighted_key(cg, path_nodes, conversation_id)
-    svg = cache.get(key)
-    if svg is None:
-        svg, error = graph_drawing(cg.data, highlight=list(path_nodes))
-        if error:
-            return {"svg": "", "error": error}
-        cache.set(key, svg, 24 * 3600)
-    return {"svg": mark_safe(_scoped(svg, f"cg{cg.pk}c{conversation_id}-")), "error": ""}
 
 
 def stage_fragments(stage: str, can_review: bool) -> dict[str, Any]:
@@ -131,8 +117,9 @@ def item_context(item: ReviewItem) -> dict[str, Any]:
             cg = artifact.path.conversation_graph
             cg_data, path_nodes = cg.data, list(artifact.path.node_ids)
             ctx["path"] = artifact.path
-            ctx["graphs"].append({"title": "Conversation graph · this path highlighted",
-                                  **highlighted_svg(cg, artifact.path.node_ids, artifact.pk), "flaggable": True})
+            ctx["graphs"].append({"title": "Conversation graph · this path highlighted", **cached_svg(cg),
+                                  "flaggable": True, "path": json.dumps([str(n) for n in path_nodes]),
+                                  "path_colour": HIGHLIGHT_COLOUR})
         ctx["turns"] = _turns(artifact.messages or [], cg_data, path_nodes)
         labelled = turns_with_actions(artifact.messages or [], artifact.turn_actions)  # #17: ToolDial actions
         for t in ctx["turns"]:

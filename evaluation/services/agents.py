@@ -55,9 +55,12 @@ def agent_create(*, name: str, mode: str = AgentMode.PROMPT, knowledge: str = Ag
 
 def agent_api_key(agent: Agent) -> str | None:
     """The agent's key, read from the environment variable it names; None means the default
-    key (OPENAI_API_KEY from settings). The default key is sent only to the default endpoint."""
+    key (the project's, else OPENAI_API_KEY). The default key is sent only to the default endpoint
+    (the project's own endpoint when it has one: generation.llm.config.endpoint_base_url)."""
+    from generation.llm.config import endpoint_base_url
+
     name = (agent.api_key_env or "").strip()
-    custom = bool(agent.base_url) and agent.base_url.rstrip("/") != (settings.OPENAI_BASE_URL or "").rstrip("/")
+    custom = bool(agent.base_url) and agent.base_url.rstrip("/") != (endpoint_base_url() or "").rstrip("/")
     if not name or name == "OPENAI_API_KEY":
         return "" if custom else None
     if not KEY_VARIABLE.match(name):

@@ -36,6 +36,7 @@ from generation.llm.config import LLMDeferred, LLMFailed, LLMResult, LLMStopped,
 from generation.llm.providers import batch_url, client_for
 from generation.models import BatchRequest, BatchRequestState, BatchStatus, LLMBatch, LLMCall, LLMOutcome
 from generation.redact import redact
+from generation.llm.config import endpoint_api_key, endpoint_base_url
 
 logger = logging.getLogger(__name__)
 
@@ -115,13 +116,13 @@ def batches_poll_soon() -> None:
 
 
 def _client() -> openai.OpenAI:
-    return client_for(settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY, settings.OPENAI_TIMEOUT)
+    return client_for(endpoint_base_url(), endpoint_api_key(), settings.OPENAI_TIMEOUT)
 
 
 def _submit(client: openai.OpenAI, job_id: int, ids: list[int]) -> list[dict]:
     """Claim these pending requests into a new batch and send it (back to pending if sending fails
     for a moment); returns the requests that failed for good (the endpoint has no Batch API)."""
-    base_url = settings.OPENAI_BASE_URL
+    base_url = endpoint_base_url()
     batch = LLMBatch.objects.create(job_id=job_id, endpoint=public_endpoint(base_url))
     BatchRequest.objects.filter(pk__in=ids, state=State.PENDING).update(
         state=State.SUBMITTED, batch=batch, attempts=F("attempts") + 1)
@@ -158,7 +159,7 @@ def _submit(client: openai.OpenAI, job_id: int, ids: list[int]) -> list[dict]:
 
 def _submit_pending(client: openai.OpenAI) -> list[tuple[int, str, str]]:
     rerun: list[tuple[int, str, str]] = []
-    pending = BatchRequest.objects.filter(state=State.PENDING).values("id", "job_id", "stage", "key", "body")
+    pending = _mine(BatchRequest.objects.filter(state=State.PENDING)).values("id", "job_id", "stage", "key", "body")
     groups: dict[tuple[int, str], list[dict]] = defaultdict(list)
     for r in pending:
         groups[(r["job_id"], str(r["body"].get("model", "")))].append(r)
@@ -195,7 +196,7 @@ def _ingest(batch: LLMBatch, remote_status: str, lines: dict[str, dict]) -> tupl
     rerun: list[tuple[int, str, str]] = []
     counts = {"succeeded": 0, "failed": 0, "expired": 0}
     factor = Decimal(str(settings.LLM_BATCH_PRICE_FACTOR))
-    secrets = [settings.OPENAI_API_KEY] if settings.OPENAI_API_KEY else []
+    secrets = [endpoint_api_key()] if endpoint_api_key() else []
     for br in BatchRequest.objects.filter(batch=batch, state=State.SUBMITTED):
         line = lines.get(f"r{br.pk}")
         meta = {k: v for k, v in br.meta.items() if k in {f.name for f in LLMCall._meta.fields}}
@@ -212,7 +213,7 @@ def _ingest(batch: LLMBatch, remote_status: str, lines: dict[str, dict]) -> tupl
                                      outcome=LLMOutcome.OK, cost_usd=cost_of(meta["model"], pt, ct) * factor,
                                      batch=batch)
             if meta.get("output_form") == "schema":
-                capabilities.remember(settings.OPENAI_BASE_URL, meta["model"], structured_outputs=True)
+                capabilities.remember(endpoint_base_url(), meta["model"], structured_outputs=True)
             BatchRequest.objects.filter(pk=br.pk).update(state=State.DONE, call=call, error="")
             counts["succeeded"] += 1
             rerun.append((br.job_id, br.stage, br.key))
@@ -226,7 +227,7 @@ def _ingest(batch: LLMBatch, remote_status: str, lines: dict[str, dict]) -> tupl
         call = accounting.record(br.job_id, **meta, attempt=br.attempts, status_code=status, error=why,
                                  outcome=LLMOutcome.ERROR if last and not refused else LLMOutcome.RETRIED, batch=batch)
         if refused:
-            capabilities.remember(settings.OPENAI_BASE_URL, meta["model"], structured_outputs=False)
+            capabilities.remember(endpoint_base_url(), meta["model"], structured_outputs=False)
             why = f"{REFUSED} ({why}); sent again in the prompt-only form"
         if last:
             BatchRequest.objects.filter(pk=br.pk).update(state=State.FAILED, call=call, error=why)
@@ -267,17 +268,47 @@ def _check(client: openai.OpenAI, batch: LLMBatch) -> list[tuple[int, str, str]]
     return rerun
 
 
+def _mine(qs):
+    """The rows of the current project's jobs (each project polls its own endpoint with its own key)."""
+    from projects.context import current_project_id
+
+    pid = current_project_id()
+    return qs if pid is None else qs.filter(job__project_id=pid)
+
+
 def batches_poll() -> tuple[list[tuple[int, str, str]], bool]:
-    """Submit pending requests, read finished batches; (items to run again, whether work is still open)."""
+    """Submit pending requests, read finished batches; (items to run again, whether work is still open).
+
+    Run with no project set (beat, the self-scheduled poll), it polls each project that has batch
+    work in turn, in that project: its endpoint, its key (issue #30)."""
+    from projects.context import current_project_id, use_project
+
     cache.delete(_POLL_KEY)
-    if not settings.OPENAI_BASE_URL:
+    if current_project_id() is not None:
+        return _poll_project()
+    pids = set(BatchRequest.objects.filter(state__in=[State.PENDING, State.SUBMITTED])
+               .values_list("job__project_id", flat=True).distinct())
+    pids |= set(LLMBatch.objects.filter(status=BatchStatus.SUBMITTED).exclude(remote_id="")
+                .values_list("job__project_id", flat=True).distinct())
+    rerun: list[tuple[int, str, str]] = []
+    more = False
+    for pid in sorted(p for p in pids if p is not None):
+        with use_project(pid):
+            found, still = _poll_project()
+        rerun += found
+        more = more or still
+    return sorted(set(rerun)), more
+
+
+def _poll_project() -> tuple[list[tuple[int, str, str]], bool]:
+    if not endpoint_base_url():
         return [], False
     client = _client()
     rerun = _submit_pending(client)
-    for batch in LLMBatch.objects.filter(status=BatchStatus.SUBMITTED).exclude(remote_id=""):
+    for batch in _mine(LLMBatch.objects.filter(status=BatchStatus.SUBMITTED).exclude(remote_id="")):
         try:
             rerun += _check(client, batch)
         except (openai.APIError, ValueError) as exc:  # down for a moment, or a bad file: asked again next poll
             logger.warning("polling batch %s failed: %s", batch.remote_id, type(exc).__name__)
-    more = BatchRequest.objects.filter(state__in=[State.PENDING, State.SUBMITTED]).exists()
+    more = _mine(BatchRequest.objects.filter(state__in=[State.PENDING, State.SUBMITTED])).exists()
     return sorted(set(rerun)), more

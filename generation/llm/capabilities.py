@@ -21,6 +21,7 @@ from generation.llm.config import LLMError, public_endpoint, stage_model
 from generation.llm.providers import client_for, provider_for
 from generation.models import EndpointCapability
 from generation.redact import redact
+from generation.llm.config import endpoint_api_key, endpoint_base_url
 
 
 def structured_outputs(base_url: str, model: str) -> bool | None:
@@ -65,8 +66,8 @@ def _probe_batches(client: openai.OpenAI) -> tuple[bool, str]:
 
 def probe(base_url: str | None = None, api_key: str | None = None, model: str | None = None) -> dict[str, Any]:
     """The endpoint test: provider, reachability, structured outputs and batches (remembered)."""
-    base_url = base_url or settings.OPENAI_BASE_URL
-    api_key = settings.OPENAI_API_KEY if api_key is None else api_key
+    base_url = base_url or endpoint_base_url()
+    api_key = endpoint_api_key() if api_key is None else api_key
     model = model or stage_model("conversations")
     secrets = [api_key] if api_key else []
     out: dict[str, Any] = {"endpoint": public_endpoint(base_url), "provider": provider_for(base_url), "model": model,

@@ -46,6 +46,7 @@ from generation.llm.config import (
 )
 from generation.models import LLMCall, LLMOutcome, OutputForm
 from generation.redact import redact, redact_json
+from generation.llm.config import endpoint_api_key, endpoint_base_url
 
 
 # The client's HTTP library logs every request line at INFO; keep them (and any header) out.
@@ -222,10 +223,10 @@ def _chat(
     limit reached) sends nothing more: LLMStopped. `resample` > 0 marks a fresh conversation
     started after an item's repairs were spent (repair.ask); it is part of the cache key.
     """
-    base_url = base_url or settings.OPENAI_BASE_URL
+    base_url = base_url or endpoint_base_url()
     if not base_url:
         raise LLMUnavailable(NO_ENDPOINT_MESSAGE)
-    api_key = api_key if api_key is not None else settings.OPENAI_API_KEY
+    api_key = api_key if api_key is not None else endpoint_api_key()
     model = model or stage_model(stage)
     timeout = timeout or settings.OPENAI_TIMEOUT
     use_cache = settings.LLM_CACHE if use_cache is None else use_cache

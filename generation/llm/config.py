@@ -60,8 +60,34 @@ class LLMResult:
 # --------------------------------------------------------------------------- configuration
 
 
+def endpoint_base_url() -> str:
+    """The LLM endpoint of the current project (its settings page), else the site's OPENAI_BASE_URL."""
+    from projects.context import current_project
+
+    project = current_project()
+    return (project.llm_base_url if project is not None and project.llm_base_url else "") or settings.OPENAI_BASE_URL
+
+
+def endpoint_api_key() -> str:
+    """The key for endpoint_base_url(), read from the environment variable the project names.
+
+    A project with an endpoint of its own but no variable named gets no key at all: the site's
+    OPENAI_API_KEY is sent only to the site's endpoint, so two projects' keys never mix."""
+    import os
+
+    from projects.context import current_project
+
+    project = current_project()
+    if project is not None and project.llm_key_env:
+        return os.environ.get(project.llm_key_env, "")
+    if project is not None and project.llm_base_url and \
+            project.llm_base_url.rstrip("/") != (settings.OPENAI_BASE_URL or "").rstrip("/"):
+        return ""
+    return settings.OPENAI_API_KEY
+
+
 def endpoint_configured(base_url: str | None = None) -> bool:
-    return bool(base_url or settings.OPENAI_BASE_URL)
+    return bool(base_url or endpoint_base_url())
 
 
 def require_endpoint() -> None:
@@ -70,7 +96,12 @@ def require_endpoint() -> None:
 
 
 def stage_model(stage: str) -> str:
-    return settings.LLM_STAGE_MODELS.get(stage) or settings.EVALUATION_MODEL
+    """The current project's default model for the stage (its settings page), else the site's."""
+    from projects.context import current_project
+
+    project = current_project()
+    own = (project.default_models or {}).get(stage) if project is not None else None
+    return own or settings.LLM_STAGE_MODELS.get(stage) or settings.EVALUATION_MODEL
 
 
 def parse_prices(text: str) -> dict[str, tuple[Decimal, Decimal]]:

@@ -9,12 +9,16 @@ Graphviz's SVG writer escapes ``<``/``>``/``&``, so ``<script>`` in a label arri
 from __future__ import annotations
 
 
+import html
+import os
 import re
+import subprocess
 import textwrap
 from typing import Any
 
 import graphviz
 import networkx as nx
+from graphviz.backend import dot_command, execute
 
 from .convert import breadth_first, flowgraph_root
 
@@ -32,6 +36,39 @@ UNCOVERED_COLOUR = "#d73027"
 
 class GraphvizMissing(RuntimeError):
     """The Graphviz ``dot`` executable is not installed."""
+
+
+# Bounds on one drawing, so a hostile graph cannot hang a worker: `dot` is killed after
+# ALMITA_DRAW_TIMEOUT seconds, and a graph above these sizes is not handed to it at all.
+MAX_NODES = 1500
+MAX_EDGES = 4000
+DEFAULT_DRAW_TIMEOUT = 20.0
+
+
+class GraphTooLarge(ValueError):
+    """A graph above MAX_NODES or MAX_EDGES: drawn as a message instead (message_svg)."""
+
+
+def draw_timeout() -> float:
+    """Seconds `dot` may run (environment ALMITA_DRAW_TIMEOUT, default 20)."""
+    try:
+        value = float(os.environ.get("ALMITA_DRAW_TIMEOUT", DEFAULT_DRAW_TIMEOUT))
+    except ValueError:
+        return DEFAULT_DRAW_TIMEOUT
+    return value if value > 0 else DEFAULT_DRAW_TIMEOUT
+
+
+def size_guard(nodes: int, edges: int) -> None:
+    if nodes > MAX_NODES or edges > MAX_EDGES:
+        raise GraphTooLarge(f"This graph has {nodes:,} nodes and {edges:,} edges: too large to draw "
+                            f"(the limit is {MAX_NODES:,} nodes and {MAX_EDGES:,} edges).")
+
+
+def message_svg(text: str) -> str:
+    """A small SVG that says `text` (escaped), shown where the drawing would be."""
+    return ('<svg xmlns="http://www.w3.org/2000/svg" class="drawing-message" width="460pt" height="40pt" '
+            'viewBox="0 0 460 40"><text x="8" y="24" font-family="Helvetica" font-size="12">'
+            f"{html.escape(str(text))}</text></svg>")
 
 
 def dot_escape(text: Any) -> str:
@@ -115,6 +152,7 @@ def to_dot(g: nx.DiGraph, highlight_path: list[Any] | None = None,
 def to_svg(g: nx.DiGraph, highlight_path: list[Any] | None = None,
            covered_edges: set[tuple[Any, Any]] | None = None, rankdir: str = "TB") -> str:
     """SVG markup (from ``<svg`` on, ready to inline in HTML) rendered by Graphviz."""
+    size_guard(g.number_of_nodes(), g.number_of_edges())
     return dot_to_svg(to_dot(g, highlight_path, covered_edges, rankdir))
 
 
@@ -156,11 +194,18 @@ def to_svg_readable(g: nx.DiGraph, highlight_path: list[Any] | None = None,
     return tb, "TB"
 
 
-def dot_to_svg(dot: str) -> str:
+def dot_to_svg(dot: str, timeout: float | None = None) -> str:
     """SVG markup (from ``<svg`` on) of DOT text, drawn by Graphviz's ``dot`` through the
-    ``graphviz`` package. The worker draws stored graphs ahead of time (generation.drawings)."""
+    ``graphviz`` package, killed after `timeout` seconds (default: draw_timeout()). The worker
+    draws graphs ahead of time (generation.drawings, generation.drawing_cache)."""
+    limit = draw_timeout() if timeout is None else timeout
     try:
-        svg = graphviz.Source(dot).pipe(format="svg", engine="dot", encoding="utf-8")
+        # graphviz.pipe has no timeout: its command and runner, with subprocess.run's timeout.
+        proc = execute.run_check(dot_command.command("dot", "svg"), input=dot.encode("utf-8"),
+                                 capture_output=True, quiet=True, timeout=limit)
+        svg = proc.stdout.decode("utf-8")
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"dot took longer than {limit:g} s and was stopped (ALMITA_DRAW_TIMEOUT)") from None
     except graphviz.ExecutableNotFound:
         raise GraphvizMissing("Graphviz is not installed: the 'dot' program was not found on PATH. "
                               "Install it (Debian/Ubuntu: apt-get install graphviz) to render SVG.") from None

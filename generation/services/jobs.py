@@ -51,6 +51,7 @@ from generation.services.health import items_raised_message, stage_dead, stage_f
 from generation.services.items import item_run
 from generation.services.reporting import job_counters
 from generation.stages import STAGE_ORDER, needs_llm, plan
+from generation.llm.config import endpoint_base_url
 
 Publisher = Callable[[str, str], None]
 
@@ -133,7 +134,7 @@ def job_create(*, config: dict[str, Any], created_by=None, name: str = "", impor
 
         from generation.llm.capabilities import batches_available
 
-        if batches_available(settings.OPENAI_BASE_URL) is False:
+        if batches_available(endpoint_base_url()) is False:
             raise JobConfigError("batch mode: the endpoint has no Batch API (/batches); run the job online")
     if needing:  # what the form showed next to the cost limit, kept with the job
         from generation.services.estimate import job_estimate

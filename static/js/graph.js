@@ -13,6 +13,41 @@
     return t ? t.textContent : "";
   }
 
+  // A conversation's path on its graph's stored drawing (figure data-path: node ids in order):
+  // its nodes and the edges between consecutive ones drawn in the highlight colour, each edge
+  // labelled with its step numbers for assistive technology.
+  function highlightPath(fig) {
+    var path = [];
+    try { path = JSON.parse(fig.getAttribute("data-path") || "[]"); } catch (e) { path = []; }
+    if (!Array.isArray(path) || !path.length) return;
+    var colour = fig.getAttribute("data-path-colour") || "#9467bd";
+    if (!/^#[0-9a-fA-F]{6}$/.test(colour)) colour = "#9467bd";
+    var onPath = {}, steps = {};
+    path.forEach(function (id, k) {
+      onPath[String(id)] = true;
+      if (k > 0) {
+        var key = String(path[k - 1]) + "->" + String(id);
+        (steps[key] = steps[key] || []).push(k);
+      }
+    });
+    fig.querySelectorAll("g.node[data-id]").forEach(function (g) {
+      if (!onPath[g.getAttribute("data-id")]) return;
+      g.classList.add("on-path");
+      g.querySelectorAll("polygon, path, ellipse").forEach(function (s) {
+        s.setAttribute("stroke", colour);
+        s.setAttribute("stroke-width", "4");
+      });
+    });
+    fig.querySelectorAll("g.edge[data-id]").forEach(function (g) {
+      var k = steps[g.getAttribute("data-id")];
+      if (!k) return;
+      g.classList.add("on-path");
+      g.querySelectorAll("path").forEach(function (s) { s.setAttribute("stroke", colour); s.setAttribute("stroke-width", "3"); });
+      g.querySelectorAll("polygon").forEach(function (s) { s.setAttribute("stroke", colour); s.setAttribute("fill", colour); });
+      g.setAttribute("aria-label", g.getAttribute("aria-label") + ", path step " + k.join(", "));
+    });
+  }
+
   function setup(fig) {
     var svg = fig.querySelector(".graph-canvas svg");
     if (!svg) return;
@@ -40,6 +75,7 @@
       g.setAttribute("role", "button");
       g.setAttribute("aria-label", "edge " + s + " to " + t);
     });
+    highlightPath(fig);
     // svg-pan-zoom needs a sized box: the canvas sets it, the drawing fits inside.
     svg.removeAttribute("width");
     svg.removeAttribute("height");

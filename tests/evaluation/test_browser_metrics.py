@@ -63,7 +63,7 @@ def test_trials_actions_dst_and_incomplete_run_pages(browser, live_server, resea
     assert errors == []
 
 
-def test_api_graph_page(browser, live_server, researcher):  # noqa: F811
+def test_api_graph_page(browser, live_server, researcher, drawing_worker):  # noqa: F811
     intent = Intent.objects.create(key="i", client="shop", issue="late", name="late order")
     proc = Procedure.objects.create(key="p", intent=intent, title="P", text="text")
     for key, name, params, out in [("a", "find_user_id_by_email", [{"name": "email", "type": "str"}], "user_id"),

@@ -41,8 +41,12 @@ def test_demo_users_hold_their_roles_and_can_log_in():
 
 
 def test_demo_data_is_valid_and_linked():
+    from projects.context import default_project, use_project
+
     call_command("load_demo")
-    assert Intent.objects.count() == len(DEMO_CASES)
+    with use_project(default_project()):
+        assert Intent.objects.count() == len(DEMO_CASES)
+    assert Intent.objects.count() == len(DEMO_CASES) + 1  # the Shipping bot project's one case (#30)
     for flow in Flowgraph.objects.select_related("procedure__intent"):
         graph = graph_from_json(flow.data)
         api_names = list(flow.procedure.apis.values_list("name", flat=True))
@@ -51,7 +55,20 @@ def test_demo_data_is_valid_and_linked():
         # Every api node of the flowgraph names one of the procedure's APIs.
         used = {d["label"] for _, d in graph.nodes(data=True) if d["type"] == "api"}
         assert used <= set(api_names)
-    assert Procedure.objects.filter(origin="imported").count() == len(DEMO_CASES)
+    assert Procedure.objects.filter(origin="imported").count() == len(DEMO_CASES) + 1
+
+
+def test_demo_has_a_second_project_with_other_members(client):
+    from demo.loader import SHIPPING_USERS
+
+    call_command("load_demo")
+    shipper = authenticate(username="shipper", password=SHIPPING_USERS[0][2])
+    client.force_login(shipper)
+    assert client.get("/p/shipping/curation/queue/").status_code == 200
+    assert client.get("/p/default/curation/queue/").status_code == 404
+    client.force_login(authenticate(username="annotator2", password="almita-annotator2"))
+    page = client.get("/p/shipping/curation/queue/").content.decode()
+    assert 'href="/p/default/"' in page and "Shipping bot" in page
 
 
 def test_demo_has_an_evaluated_release():

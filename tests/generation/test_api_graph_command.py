@@ -80,8 +80,10 @@ def db_apis(db):
 
 
 @needs_dot
-def test_page_draws_the_database_graph_escaped(client, researcher, db_apis):
+def test_page_draws_the_database_graph_escaped(client, researcher, db_apis, drawing_queue):
     client.force_login(researcher)
+    assert "Drawing…" in client.get(reverse("generation:api_graph")).content.decode()
+    drawing_queue.run()  # the worker
     html = client.get(reverse("generation:api_graph")).content.decode()
     assert "<svg" in html and "user_id → user_id" in html
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;" in html

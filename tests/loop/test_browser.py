@@ -18,7 +18,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), rea
 
 
 @pytest.mark.django_db(transaction=True)
-def test_coverage_drawing_and_fill_the_gaps(browser, live_server, admin_user, annotator_a, annotator_b, analytics_inline):  # noqa: F811
+def test_coverage_drawing_and_fill_the_gaps(browser, live_server, admin_user, annotator_a, annotator_b,  # noqa: F811
+                                            analytics_inline, drawing_worker):
     cg = build_graph_with_conversations()
     users = [annotator_a, annotator_b]
     accept_lineage_above(cg, users)
@@ -31,6 +32,8 @@ def test_coverage_drawing_and_fill_the_gaps(browser, live_server, admin_user, an
     page.set_viewport_size({"width": 1400, "height": 900})
     page.goto(f"{live_server.url}/generation/items/conversation_graph/{cg.pk}/")
     section = page.locator("#coverage")
+    section.locator("svg g.edge").first.wait_for()  # "Drawing…" until the worker's drawing arrives (polled)
+    assert section.locator(".drawing-pending").count() == 0
     assert section.locator("svg g.edge.uncovered").count() >= 1
     assert section.locator("svg g.edge.covered").count() >= 1
     assert section.locator(".legend").inner_text().strip().startswith("covered by an accepted conversation")

@@ -23,11 +23,15 @@ def gappy_graph(annotator_a, annotator_b):
     return cg
 
 
-def test_graph_page_draws_coverage_with_legend_and_fill_form(client, admin_user, gappy_graph):
+def test_graph_page_draws_coverage_with_legend_and_fill_form(client, admin_user, gappy_graph, drawing_queue):
     client.force_login(admin_user)
-    r = client.get(reverse("generation:item", args=["conversation_graph", gappy_graph.pk]))
+    url = reverse("generation:item", args=["conversation_graph", gappy_graph.pk])
+    first = client.get(url).content.decode()  # the worker has not drawn it yet: a placeholder
+    assert "Drawing…" in first and "data-poll=" in first and len(drawing_queue) == 1
+    assert drawing_queue.run() == 1
+    r = client.get(url)
     body = r.content.decode()
-    assert r.status_code == 200
+    assert r.status_code == 200 and "Drawing…" not in body
     assert "Coverage by accepted conversations" in body and "not covered" in body
     assert "edge uncovered" in body and "edge covered" in body  # SVG edge classes from DOT
     assert "#d73027" in body and "#1a9850" in body

@@ -82,3 +82,71 @@ def test_token_caller_outside_the_project_gets_404(client, world):
     auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
     assert client.get("/p/default/api/reviews/", **auth).status_code == 200
     assert client.get("/p/shipping/api/reviews/", **auth).status_code == 404
+
+
+def test_the_switcher_lists_the_users_projects(client, world):
+    client.force_login(world.both)
+    page = client.get("/p/shipping/curation/queue/").content.decode()
+    assert 'id="project-switch"' in page and "Project: <strong>Shipping bot</strong>" in page
+    assert 'href="/p/default/"' in page and 'href="/p/shipping/" aria-current="true"' in page
+    client.force_login(world.only_a)
+    page = client.get("/curation/queue/").content.decode()
+    assert "Project: <strong>Default</strong>" in page and "/p/shipping/" not in page
+
+
+def test_site_administrators_manage_projects_and_members(client, world):
+    from projects.models import Membership, Project
+
+    client.force_login(world.admin_b)  # an admin of one project is not a site administrator
+    assert client.get("/projects/").status_code == 403
+    client.force_login(world.root)
+    assert client.get("/projects/").status_code == 200
+    response = client.post("/projects/", {"action": "create", "slug": "billing", "name": "Billing bot"})
+    assert response.status_code == 302
+    billing = Project.objects.get(slug="billing")
+    response = client.post("/projects/", {"action": "members", "project": "billing", "username": "only_a",
+                                          "roles": ["annotator", "adjudicator"]})
+    assert response.status_code == 302
+    assert set(Membership.objects.filter(project=billing, user=world.only_a).values_list("role", flat=True)) == {
+        "annotator", "adjudicator"}
+    client.post("/projects/", {"action": "members", "project": "billing", "username": "only_a"})
+    assert not Membership.objects.filter(project=billing, user=world.only_a).exists()
+    assert client.post("/projects/", {"action": "create", "slug": "Bad Slug!", "name": "x"}).status_code == 200
+
+
+def test_the_unscoped_django_admin_is_for_those_who_see_every_project(client, world):
+    client.force_login(world.admin_b)  # admin of B only
+    assert client.get("/admin/generation/intent/").status_code == 403
+    client.force_login(world.root)
+    assert client.get("/admin/generation/intent/").status_code == 200
+    assert client.get("/admin/projects/project/").status_code == 200
+
+
+def test_a_row_of_b_cannot_be_named_in_a_post_to_a(client, world):
+    from curation.models import Release
+    from evaluation.models import Agent, EvaluationRun
+
+    with use_project(world.b):
+        agent = Agent.objects.create(name="b agent")
+        release = Release.objects.create(name="b", version=1, content_hash="0" * 64, manifest={})
+    client.force_login(world.root)
+    response = client.post("/p/default/api/evaluation-runs/", {"agent": agent.pk, "release": release.pk},
+                           content_type="application/json")
+    assert response.status_code == 400 and set(response.json()) >= {"agent", "release"}
+    assert not EvaluationRun._base_manager.exists()
+
+
+def test_assignment_progress_and_annotators_stay_in_the_project(world):
+    from curation.reviews import assignment
+
+    with use_project(world.b):
+        item = ReviewItem.objects.filter(stage="procedure").get()
+        with pytest.raises(assignment.AssignError, match="not an annotator"):
+            assignment._annotators(["only_a"])  # an annotator of Default only
+        assert [u.username for u in assignment._annotators(["both"])] == ["both"]
+        from curation.models import Assignment
+
+        Assignment.objects.create(item=item, annotator=world.both)
+        assert assignment.progress()[("both", "procedure")]["assigned"] == 1
+    with use_project(world.a):
+        assert assignment.progress() == {}

@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand
 from curation.models import Release, ReleaseKind
 from curation.releases.services import ReleaseError, release_create
 from curation.reviews.services import items_sync
-from demo.loader import DEMO_USERS, demo_load
+from demo.loader import DEMO_USERS, SHIPPING_NAME, SHIPPING_SLUG, SHIPPING_USERS, demo_load
 from evaluation import services as evaluation
 from generation.models import Flowgraph
 from generation.services import demo_build
@@ -15,13 +15,22 @@ class Command(BaseCommand):
     help = "Load demo users (one per role) and demo data. Idempotent: running it twice creates nothing new."
 
     def handle(self, *args, **options):
+        from projects.context import default_project, use_project
+        from projects.models import Project
+
         report = demo_load()
-        extra = self._derive()
+        with use_project(default_project()):
+            extra = self._derive() + self._evaluate()
+        with use_project(Project.objects.get(slug=SHIPPING_SLUG)):  # issue #30: the second project
+            extra += self._derive().replace("; review items", f"; {SHIPPING_NAME} review items")
         self.stdout.write(f"Demo data: {report.rows_created} rows created{extra}.")
         self.stdout.write("Demo logins (username / password):")
         for username, roles, password in DEMO_USERS:
             mark = " (new)" if username in report.users_created else ""
             self.stdout.write(f"  {username:<12} {password:<20} {', '.join(roles)}{mark}")
+        self.stdout.write(f"Project {SHIPPING_NAME} (/p/{SHIPPING_SLUG}/), besides Default (the admin sees both):")
+        for username, roles, password in SHIPPING_USERS:
+            self.stdout.write(f"  {username:<12} {password:<20} {', '.join(roles)}")
 
     def _derive(self) -> str:
         """Run the deterministic stages and fill the review queues, when those parts are present."""
@@ -32,7 +41,6 @@ class Command(BaseCommand):
             job = demo_build(flowgraphs=todo, paths=4, noise=0.3, seed=7, name="Demo: derived offline")
             notes.append(f"; derived offline in job {job.pk} ({job.get_status_display().lower()})")
         notes.append(f"; review items: {items_sync()}")
-        notes.append(self._evaluate())
         return "".join(notes)
 
     def _evaluate(self) -> str:

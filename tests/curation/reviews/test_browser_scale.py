@@ -129,6 +129,13 @@ def test_conversation_turns_and_nodes_light_each_other_and_take_flags(browser, l
     open_next(a, live_server, "conversation")
     shot(a, "review-conversation")
     assert a.locator("figure.graph.primary").bounding_box()["width"] >= 420
+    # The path is highlighted in the browser on the graph's stored drawing (no drawing per conversation).
+    path = [str(n) for n in lin.conversations[0].path.node_ids]
+    lit = a.eval_on_selector_all("figure.graph.primary g.node.on-path", "els => els.map(e => e.getAttribute('data-id'))")
+    assert set(lit) == set(path)
+    steps = a.locator("figure.graph.primary g.edge.on-path")
+    assert steps.count() >= 1 and "path step" in steps.first.get_attribute("aria-label")
+    assert steps.first.locator("path").first.get_attribute("stroke") == "#9467bd"
     # A turn lights the node it realises; a node lights its turns.
     turn = a.locator("li.turn[data-node]:not([data-node=''])").first
     node_id = turn.get_attribute("data-node")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
-from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -229,19 +229,28 @@ def test_hostile_text_is_escaped_in_pages_and_svg(client, db, annotator_a):
             assert page.count("<svg") == 1
 
 
-def test_conversation_is_shown_beside_its_graph_with_the_path_highlighted(client, lineage, annotator_a):
+def test_conversation_is_shown_beside_its_graph_with_the_path_highlighted(client, lineage, annotator_a, monkeypatch):
+    """The path is highlighted in the browser on the graph's stored drawing: no drawing is made."""
+    import html
+
+    from generation import drawings
     from generation.pipeline.render import HIGHLIGHT_COLOUR
 
     services.items_sync()
+    for cg in {p.conversation_graph for p in lineage.paths}:
+        drawings.drawing_store(cg)  # the worker's drawing
+    monkeypatch.setattr(drawings, "to_svg_readable", lambda *a, **k: pytest.fail("drew during the request"))
     client.login(username=annotator_a.username, password=PASSWORD)
     resp = client.post(reverse("curation:claim_next", args=["conversation"]))
     page = client.get(resp["Location"]).content.decode()
     assert 'class="item-body with-graph"' in page and 'class="turns"' in page
     # The turns are not mistaken for flash messages (base.html's `messages`).
     assert '<ul class="messages">' not in page
-    svg = page[page.index("<svg"):page.index("</svg>")]
-    assert HIGHLIGHT_COLOUR in svg
-    assert " → ".join(lineage.paths[0].node_ids) in page or " → ".join(lineage.paths[1].node_ids) in page
+    assert page.count("<svg") == 1
+    path = json.loads(html.unescape(re.search(r'data-path="([^"]*)"', page).group(1)))
+    assert path in ([str(n) for n in lineage.paths[0].node_ids], [str(n) for n in lineage.paths[1].node_ids])
+    assert f'data-path-colour="{HIGHLIGHT_COLOUR}"' in page
+    assert " → ".join(path) in page
 
 
 def test_procedure_page_shows_the_api_table(client, lineage, annotator_a):
@@ -295,25 +304,6 @@ def test_review_page_reads_neither_graph_data_nor_groups_once_warm(client, world
     assert not [s for s in sqls if ("generation_flowgraph" in s and ('"data"' in s or "*" in s))
                 or "auth_group" in s], sqls
     assert len(sqls) <= 9, sqls
-
-
-def test_highlighted_svg_cache_key_follows_the_row_not_only_its_id(lineage, monkeypatch):
-    """The shared cache outlives the database, so a reused id must not find an old drawing."""
-    from curation.reviews import present
-
-    conv = lineage.conversations[0]
-    cg = conv.path.conversation_graph
-    first = present.highlighted_svg(cg, conv.path.node_ids, conv.pk)
-    assert first["svg"]
-
-    def no_render(*args, **kwargs):
-        raise AssertionError("rendered again")
-
-    monkeypatch.setattr(present, "graph_drawing", no_render)
-    assert present.highlighted_svg(cg, conv.path.node_ids, conv.pk)["svg"] == first["svg"]
-    cg.created_at = cg.created_at + timedelta(seconds=1)  # another row with the same primary key
-    with pytest.raises(AssertionError, match="rendered again"):
-        present.highlighted_svg(cg, conv.path.node_ids, conv.pk)
 
 
 def test_default_cache_is_shared_between_processes(settings):

@@ -14,7 +14,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ('curation', '0012_i29f_one_release_format'),
+        ('curation', '0015_a30_assignment'),
         ('projects', '0002_p30_default_members'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

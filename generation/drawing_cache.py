@@ -1,0 +1,93 @@
+"""Drawings a page asks for (the API graph, a conversation graph's coverage), made by the worker.
+
+No request waits for Graphviz. The page builds the DOT text (pure Python, quick) and asks
+``drawing_for``: a drawing already in Django's cache (one for every web host) is inlined; otherwise
+the ``generation.drawing_make`` task is queued once (a short "pending" mark stops repeats) and the
+page shows "Drawing…" and polls ``generation:drawing_poll`` (static/js/drawing_poll.js), which
+answers with the SVG once the worker has stored it. The key is the kind and a digest of the DOT
+text, so a changed graph gets a new drawing and an unchanged one is drawn once.
+
+The worker draws through generation.pipeline.render.dot_to_svg, whose ``dot`` is stopped after
+ALMITA_DRAW_TIMEOUT seconds; graphs above render.MAX_NODES / MAX_EDGES are refused before a task is
+queued, and the page shows why in place of the drawing. Graphviz escapes every label (as for the
+stored drawings, generation.drawings); the poll script parses the SVG as XML and drops scripts
+and event attributes before inserting it.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from django.core.cache import cache
+
+from almita_web.roles import ADMIN, RESEARCHER
+from generation.pipeline.render import GraphTooLarge, GraphvizMissing, dot_to_svg, message_svg, size_guard
+
+log = logging.getLogger(__name__)
+
+# Who may see each kind of drawing (the roles of the page that shows it).
+KINDS: dict[str, tuple[str, ...]] = {"api_graph": (RESEARCHER, ADMIN), "coverage": (ADMIN,)}
+PREFIX = "almita:drawing1"
+KEEP = 7 * 24 * 3600  # drawings: their key changes with the graph
+KEEP_ERROR = 60  # a failed drawing is tried again after this
+PENDING_FOR = 120  # queued once per this many seconds while the worker has not answered
+
+
+def drawing_key(kind: str, dot: str) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"not a drawing kind: {kind!r}")
+    return hashlib.sha256(f"{kind}\n{dot}".encode()).hexdigest()[:40]
+
+
+def _cache_key(kind: str, key: str) -> str:
+    return f"{PREFIX}:{kind}:{key}"
+
+
+def stored(kind: str, key: str) -> dict[str, Any] | None:
+    """{"svg", "error"} once the worker has drawn it, else None."""
+    got = cache.get(_cache_key(kind, key))
+    return got if isinstance(got, dict) else None
+
+
+def drawing_for(kind: str, dot: str, nodes: int, edges: int) -> dict[str, Any]:
+    """What a page shows for this DOT text: {"svg", "error", "pending", "key", "kind"}.
+    Never draws: a drawing not in the cache is queued for the worker (pending=True)."""
+    key = drawing_key(kind, dot)
+    out: dict[str, Any] = {"svg": "", "error": "", "pending": False, "key": key, "kind": kind}
+    try:
+        size_guard(nodes, edges)
+    except GraphTooLarge as exc:
+        return {**out, "svg": message_svg(str(exc))}  # the message is the drawing
+    got = stored(kind, key)
+    if got is not None:
+        return {**out, **got}
+    if cache.add(f"{_cache_key(kind, key)}:pending", 1, PENDING_FOR):
+        from generation.tasks import drawing_make_task
+
+        try:
+            drawing_make_task.delay(kind, key, dot)
+        except Exception as exc:  # noqa: BLE001 - no broker: say so, the next view queues again
+            cache.delete(f"{_cache_key(kind, key)}:pending")
+            log.warning("drawing %s %s not queued: %s", kind, key, type(exc).__name__)
+            return {**out, "error": "The drawing could not be queued (is the worker's broker running?)."}
+        got = stored(kind, key)  # a task run in process (CELERY_TASK_ALWAYS_EAGER) has drawn it
+        if got is not None:
+            return {**out, **got}
+    return {**out, "pending": True}
+
+
+def drawing_make(kind: str, key: str, dot: str) -> dict[str, str]:
+    """The worker's part: draw the DOT text (bounded by ALMITA_DRAW_TIMEOUT) and store the result."""
+    if drawing_key(kind, dot) != key:
+        raise ValueError("the key does not match the DOT text")
+    try:
+        result, keep = {"svg": dot_to_svg(dot), "error": ""}, KEEP
+    except GraphvizMissing as exc:
+        result, keep = {"svg": "", "error": str(exc)}, KEEP_ERROR
+    except (RuntimeError, OSError) as exc:
+        result, keep = {"svg": message_svg(f"The graph could not be drawn: {exc}"),
+                        "error": f"The graph could not be drawn: {exc}"}, KEEP_ERROR
+    cache.set(_cache_key(kind, key), result, keep)
+    cache.delete(f"{_cache_key(kind, key)}:pending")
+    return result

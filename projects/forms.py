@@ -1,0 +1,58 @@
+"""The project settings form, the new-project form and the member form."""
+from __future__ import annotations
+
+from django import forms
+
+from projects.models import REVIEW_STAGES, ROLE_CHOICES, SLUG_RE, Project, validate_key_env
+
+MODEL_STAGES = ("intents", "procedures", "apis", "flowgraph", "conversation_graph", "conversations")
+
+
+class SettingsForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    reviews_per_item = forms.IntegerField(min_value=1, max_value=10, label="Reviews required per item",
+                                          help_text="How many annotators review each item (overlap).")
+    claim_minutes = forms.IntegerField(min_value=1, max_value=24 * 60, label="Claim expiry (minutes)")
+    reviewed_stages = forms.MultipleChoiceField(
+        choices=[(s, s.replace("_", " ")) for s in REVIEW_STAGES], required=False,
+        widget=forms.CheckboxSelectMultiple, label="Stages reviewed",
+        help_text="Artifacts of an unchecked stage get no review item.")
+    default_instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                                           label="Default instructions for jobs")
+    llm_base_url = forms.URLField(required=False, max_length=200, label="LLM endpoint (base URL)", assume_scheme="https",
+                                  help_text="Empty: the site's OPENAI_BASE_URL.")
+    llm_key_env = forms.CharField(required=False, max_length=100, validators=[validate_key_env],
+                                  label="API key variable",
+                                  help_text="The NAME of the environment variable holding the key; the key itself is never stored.")
+
+    def __init__(self, *args, project: Project | None = None, **kwargs) -> None:
+        if project is not None and "initial" not in kwargs:
+            kwargs["initial"] = {
+                "name": project.name, "reviews_per_item": project.reviews_per_item,
+                "claim_minutes": project.claim_minutes, "reviewed_stages": project.reviewed_stages,
+                "default_instructions": project.default_instructions, "llm_base_url": project.llm_base_url,
+                "llm_key_env": project.llm_key_env,
+                **{f"model_{s}": (project.default_models or {}).get(s, "") for s in MODEL_STAGES}}
+        super().__init__(*args, **kwargs)
+        for stage in MODEL_STAGES:
+            self.fields[f"model_{stage}"] = forms.CharField(
+                required=False, max_length=200, label=f"Default model: {stage.replace('_', ' ')}")
+
+    def values(self) -> dict:
+        data = self.cleaned_data
+        models = {s: data[f"model_{s}"].strip() for s in MODEL_STAGES if data.get(f"model_{s}", "").strip()}
+        return {"name": data["name"].strip(), "reviews_per_item": data["reviews_per_item"],
+                "claim_minutes": data["claim_minutes"], "reviewed_stages": list(data["reviewed_stages"]),
+                "default_models": models, "default_instructions": data["default_instructions"],
+                "llm_base_url": data["llm_base_url"], "llm_key_env": data["llm_key_env"].strip()}
+
+
+class NewProjectForm(forms.Form):
+    slug = forms.RegexField(regex=SLUG_RE, max_length=50, help_text="In the URL: /p/<slug>/ (a-z, 0-9, -).")
+    name = forms.CharField(max_length=200)
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    roles = forms.MultipleChoiceField(choices=ROLE_CHOICES, required=False, widget=forms.CheckboxSelectMultiple,
+                                      help_text="None: removes the user from the project.")
