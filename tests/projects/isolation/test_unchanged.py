@@ -11,8 +11,6 @@ enough; a third pass after B's changes must agree with the second.
 """
 from __future__ import annotations
 
-import re
-
 import pytest
 from django.test import Client
 
@@ -21,26 +19,6 @@ from tests.projects.isolation.world import BASE_A, MARK_B, change_b
 
 pytestmark = pytest.mark.django_db
 
-SIDE_EFFECTS (rendered, not compared).
-A first pass and a second pass with nothing changed must agree, so the masks are known to be
-enough; a third pass after B's changes must agree with the second.
-"""
-from __future__ import annotations
-
-import re
-
-import pytest
-from django.test import Client
-
-from tests.projects.isolation.routes import body, fill, mask, routes
-from tests.projects.isolation.world import BASE_A, MARK_B, change_b
-
-pytestmark = pytest.mark.django_db
-
-MASKS = [
-    (re.compile(rb'name="csrfmiddlewaretoken" value="[^"]+"'), b'name="csrfmiddlewaretoken" value="CSRF"'),
-    (re.compile(rb'"csrfToken": *"[^"]+"|csrf[-_]token" content="[^"]+"'), b"CSRF"),
-]
 SIDE_EFFECTS = {"curation/queue/<str:stage>/next/"}  # claims the next item: the page after it differs
 PEOPLE = ["root", "ann_a_admin_b", "admin_a_ann_b", "adj_both", "ann_both"]
 
