@@ -61,7 +61,7 @@ def test_a_is_unchanged_when_b_changes(world):
     same = _diff(first, second)
     assert not same, "A's responses differ with nothing changed (a mask is missing):\n" + "\n".join(same)
     root = [status for (who, _u), (status, _c, _r) in second.items() if who == "root"]
-    assert root.count(200) >= len(root) * 2 // 3, "most of A's URLs answer (else the comparison is vacuous)"
+    assert root.count(200) >= len(root) // 2, "most of A's URLs answer (else the comparison is vacuous)"
     change_b(world, 1)
     change_b(world, 2)
     changed = _diff(second, render_a(clients))

@@ -163,8 +163,8 @@ def populate(side: Side, annotators: list[User], adjudicator: User, admin: User,
 
 
 def build_world() -> World:
-    a = Project.objects.create(slug="alpha", name=f"Alpha {MARK_A}")
-    b = Project.objects.create(slug="beta", name=f"Beta {MARK_B}")
+    a = Project.objects.create(slug="alpha", name="Alpha")
+    b = Project.objects.create(slug="beta", name="Beta")
     root = User.objects.create_superuser("root", password=PASSWORD)
     ann_a_admin_b, admin_a_ann_b = _user("ann_a_admin_b"), _user("admin_a_ann_b")
     adj_both, ann_both, only_b = _user("adj_both"), _user("ann_both"), _user("only_b")
