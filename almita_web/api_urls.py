@@ -8,6 +8,7 @@ from almita_web.api.docs import ANY_ROLE, SchemaView, api_docs
 from curation.loop import api as loop_api
 from curation.releases import api as release_api
 from curation.reviews import api as review_api
+from curation.reviews.assignment_api import AssignmentsView
 from evaluation import api as evaluation_api
 from generation import api as generation_api
 from generation.import_api import ImportView
@@ -49,5 +50,6 @@ urlpatterns = [
     path("gaps/fill/", loop_api.FillGapsView.as_view(), name="fill_gaps"),
     path("economics/", loop_api.EconomicsView.as_view(), name="economics"),
     path("feedback/regenerate/", loop_api.RegenerateView.as_view(), name="regenerate"),
+    path("assignments/", AssignmentsView.as_view(), name="assignments"),
     path("", include(router.urls)),
 ]

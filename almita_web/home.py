@@ -37,7 +37,10 @@ def annotator_part(user) -> dict[str, Any]:
         stages.append({"stage": stage, "label": label, "done": done, "skips": mine.get(stage, {}).get("skips", 0),
                        "available": avail, "more": avail > CAP, "held": stage in held,
                        "percent": round(100 * done / (done + min(avail, CAP) + held[stage])) if done + avail + held[stage] else 0})
+    assigned = sum(r.get("assigned", 0) for r in mine.values())
+    assigned_done = sum(r.get("assigned_done", 0) for r in mine.values())
     return {"stages": stages, "done": done_all, "open": open_all, "held": len(claims), "more": any(s["more"] for s in stages),
+            "assigned": assigned, "assigned_done": assigned_done,
             "percent": round(100 * done_all / (done_all + open_all)) if done_all + open_all else 0,
             "claims": claims}
 

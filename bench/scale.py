@@ -5,7 +5,9 @@
 
 For each size (default 500, 5,000 and 50,000 review items, spread over the four stages, half of
 them reviewed twice by 8 annotators, one in ten of those in disagreement) it times, in process
-(Django's full handler for pages, the service for actions): claim-next in every stage, the queue,
+(Django's full handler for pages, the service for actions): claim-next in every stage (one open
+item in ten assigned to someone, issue #30), claim-next of an annotator's assigned items, assigning
+and releasing 1,000 items, the queue,
 progress, adjudication and agreement pages, the home pages, the audit log and analytics, the verdict CSV (a streamed download: timed to its
 last byte, and separately to its first chunk; its rows/s printed), and one adjudication (resolve
 with its cascade). Prints median and p95 per operation and size, and the growth factor from the
@@ -95,8 +97,8 @@ def measure(n: int, repeat: int, only: str = "") -> dict[str, list[float]]:
     from django.test import Client
 
     from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, assign_roles
-    from curation.models import Claim, ReviewItem, ReviewStage
-    from curation.reviews import services
+    from curation.models import Assignment, Claim, ReviewItem, ReviewStage
+    from curation.reviews import assignment, services
 
     annotators = []
     for i in range(ANNOTATORS):
@@ -138,12 +140,38 @@ def measure(n: int, repeat: int, only: str = "") -> dict[str, list[float]]:
             fn()
             times.setdefault(name, []).append((time.perf_counter() - start) * 1000)
 
+    # Issue #30: one open item in ten is assigned to one of the annotators (held places the queue
+    # counts for everyone), and 100 open conversations to `assigned`, whose claim-next reads them first.
+    assigned = User.objects.create_user("scale_assigned", password="x")
+    assign_roles(assigned, [ANNOTATOR])
+    open_ids = list(ReviewItem.objects.filter(review_count=0).order_by("pk").values_list("pk", flat=True))
+    mine = list(ReviewItem.objects.filter(review_count=0, stage=ReviewStage.CONVERSATION).order_by("-pk")
+                .values_list("pk", flat=True)[:100])
+    Assignment.objects.bulk_create(
+        [Assignment(item_id=pk, annotator=annotators[k % ANNOTATORS], assigned_by=boss)
+         for k, pk in enumerate(open_ids[::10]) if pk not in mine]
+        + [Assignment(item_id=pk, annotator=assigned, assigned_by=boss) for pk in mine], batch_size=2000)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE curation_assignment")
     for stage in ReviewStage.values:
         def claim(stage=stage):
             item = services.review_claim_next(annotator=fresh, stage=stage)
             if item is not None:  # give the claim back so every round is a real claim
                 Claim.objects.filter(item=item, annotator=fresh).delete()
         timed(f"claim-next {stage}", claim)
+
+    def claim_assigned():
+        item = services.review_claim_next(annotator=assigned, stage=ReviewStage.CONVERSATION)
+        assert item is not None and item.pk in mine
+        Claim.objects.filter(item=item, annotator=assigned).delete()
+    timed("claim-next (assigned items)", claim_assigned)
+    batch = [pk for pk in open_ids if pk not in set(mine)][1::10][:1000]
+
+    def assign_release():  # 1,000 items distributed evenly over 3 annotators, then released
+        assignment.assign(actor=boss, item_ids=batch, mode="even", annotators=[a.username for a in annotators[:3]])
+        assignment.release(actor=boss, item_ids=batch)
+    timed("assign + release 1,000 items", assign_release)
     class Checked(Client):  # every timed page must answer 200, or the figure means nothing
         def get(self, *args, **kwargs):
             resp = super().get(*args, **kwargs)

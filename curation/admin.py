@@ -21,6 +21,15 @@ class ClaimAdmin(RoleModelAdmin):
     list_filter = ("annotator",)
 
 
+@admin.register(m.Assignment, site=site)
+class AssignmentAdmin(RoleModelAdmin):
+    list_display = ("item", "annotator", "assigned_by", "created_at", "active", "released_at")
+    list_filter = ("active", "annotator")
+    # Assign and release through the explorer or the API (curation.reviews.assignment): they check
+    # the item's places under its lock and write the audit log.
+    readonly_fields = ("item", "annotator", "assigned_by", "created_at", "active", "released_at")
+
+
 @admin.register(m.Skip, site=site)
 class SkipAdmin(RoleModelAdmin):
     list_display = ("item", "annotator", "reason", "created_at")

@@ -19,7 +19,7 @@ from django.utils import timezone
 from curation.agreement.stages import agreement_by_stage, agreement_for_stage  # noqa: F401  (aggregated in SQL)
 from curation.models import Claim, Flag, ItemState, Review, ReviewItem, ReviewStage, Skip, Verdict, flags_text
 from curation.releases.services import plain_rows
-from curation.reviews.services import Effective, count_candidates, effective_q
+from curation.reviews.services import Effective, assignment_progress, count_candidates, effective_q
 
 COMPLETE_STATES = (ItemState.DISAGREEMENT, ItemState.DECIDED)
 
@@ -72,14 +72,17 @@ AVAILABLE_CAP = 100  # the queue page shows "100+" beyond this
 
 
 def annotator_progress(*, annotator=None) -> list[dict[str, Any]]:
-    """Reviews, accepts, rejects, skips and held claims per annotator and stage."""
+    """Reviews, accepts, rejects, skips, held claims and assigned / done per annotator and stage."""
     reviews = Review.objects.all()
     skips = Skip.objects.all()
     claims = Claim.objects.filter(effective_q(Effective.OPEN, prefix="item__"), expires_at__gt=timezone.now())
     if annotator is not None:
         reviews, skips, claims = (qs.filter(annotator=annotator) for qs in (reviews, skips, claims))
     table: dict[tuple[str, str], dict[str, Any]] = defaultdict(
-        lambda: {"reviews": 0, "accepts": 0, "rejects": 0, "skips": 0, "claims": 0})
+        lambda: {"reviews": 0, "accepts": 0, "rejects": 0, "skips": 0, "claims": 0, "assigned": 0, "assigned_done": 0})
+    # Items assigned to them (active or done) and done (#30): their own work, never another's verdict.
+    for key, vals in assignment_progress(annotator=annotator).items():
+        table[key].update(vals)
     for r in reviews.values("annotator__username", "item__stage").annotate(
         n=Count("pk"), acc=Count("pk", filter=Q(verdict=Verdict.ACCEPT)), rej=Count("pk", filter=Q(verdict=Verdict.REJECT))
     ):

@@ -1,4 +1,5 @@
 """The curation app's rows, one module per concern; Django and every caller import them from here."""
+from curation.models.assignments import Assignment
 from curation.models.corrections import ArtifactVersion, ChangeKind, CorrectionMark, MarkKind
 from curation.models.discussion import Comment, Notification
 from curation.models.guidance import Flag, FlagKind, GoldItem, GoldOrigin, GuidelineVersion, ReviewMeta, flags_text
@@ -16,6 +17,7 @@ from curation.models.reviews import (
 )
 
 __all__ = [
+    "Assignment",
     "ArtifactVersion", "ChangeKind", "CorrectionMark", "MarkKind",
     "AuditEvent", "Claim", "Comment", "Flag", "FlagKind", "GoldItem", "GoldOrigin", "GuidelineVersion", "ItemState", "Notification",
     "Release", "ReleaseKind", "ReleaseRecord", "ReleaseTest", "Resolution", "Review", "ReviewItem",

@@ -179,6 +179,8 @@ class AuditEvent(models.Model):
         CASCADE = "cascade", "Cascade"
         EXCLUDE = "exclude", "Excluded by a rejected ancestor"
         RESTORE = "restore", "Restored (ancestor no longer rejected)"
+        ASSIGN = "assign", "Assigned"
+        RELEASE = "release", "Assignment released"
 
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     action = models.CharField(max_length=16, choices=Action.choices)

@@ -15,7 +15,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from curation.models import AuditEvent, Claim, ItemState, Review, ReviewItem, ReviewStage
+from curation.models import Assignment, AuditEvent, Claim, ItemState, Review, ReviewItem, ReviewStage
+from curation.models.assignments import holding_q
 from curation.reviews import queue
 from curation.reviews.state import Effective, effective_q
 
@@ -49,6 +50,18 @@ def _review_snapshot(review: Review) -> dict[str, Any]:
 def queue_candidates(*, stage: str, annotator, now=None) -> list[ReviewItem]:
     """Open items of `stage` this annotator may take, best first (the rule is in curation.reviews.queue)."""
     return list(queue.candidates(stage=stage, annotator_id=annotator.pk, now=now or timezone.now()))
+
+
+ASSIGNED_SHOWN = 20
+
+
+def assigned_items(*, annotator, limit: int = ASSIGNED_SHOWN) -> list[ReviewItem]:
+    """The open items assigned to the annotator and not yet reviewed or skipped by them (the queue
+    page's "Assigned to you"), in the order claim-next takes them per stage; at most limit + 1
+    (the page says "and more")."""
+    holding = Assignment.objects.filter(holding_q(), annotator=annotator).values("item_id")
+    qs = ReviewItem.objects.filter(effective_q(Effective.OPEN), pk__in=holding)
+    return list(qs.order_by("stage", "-has_warnings", "-review_count", "id")[: limit + 1])
 
 
 def held_claim(*, annotator, stage: str | None = None, now=None) -> Claim | None:
@@ -87,11 +100,12 @@ def _claim_next_sqlite(annotator, stage: str, now) -> ReviewItem | None:
     tried: list[int] = []
     for _attempt in range(50):
         pick = {"stage": stage, "annotator_id": annotator.pk, "now": now, "exclude_ids": tried}
-        item = None
-        share = queue.gold_share(stage=stage)
-        if share and _rng.random() < share:  # gold checks mixed in at their share of the open queue (#16)
-            item = queue.first_candidate(gold_only=True, **pick)
-        item = item or queue.first_candidate(**pick)
+        item = queue.first_candidate(assigned_only=True, **pick)  # the annotator's assigned items first (#30)
+        if item is None:
+            share = queue.gold_share(stage=stage)
+            if share and _rng.random() < share:  # gold checks mixed in at their share of the open queue (#16)
+                item = queue.first_candidate(gold_only=True, **pick)
+            item = item or queue.first_candidate(**pick)
         if item is None:
             return None
         with transaction.atomic():  # the write lock (BEGIN IMMEDIATE): no claim can happen meanwhile
@@ -135,10 +149,15 @@ def _claim_one(annotator, stage: str, now, tried: list[int]) -> ReviewItem | Non
     pick = {"stage": stage, "annotator_id": annotator.pk, "now": now, "exclude_ids": tried}
     # Skip rows other claimers hold right now; only when none is free, wait for a locked one,
     # so "nothing returned" really means nothing is left for this annotator.
-    item = None
-    share = queue.gold_share(stage=stage)
-    if share and _rng.random() < share:  # gold checks mixed in at their share of the open queue (#16)
-        item = queue.first_candidate(lock="skip_locked", gold_only=True, **pick)
+    # The annotator's assigned items first (#30): reserved for them, so waiting for a row lock
+    # here is waiting for a co-assignee's claim or an adjudicator's bulk action, a few milliseconds.
+    item = queue.first_candidate(lock="wait", assigned_only=True, **pick)
+    if item is not None:
+        item.refresh_from_db()
+    else:
+        share = queue.gold_share(stage=stage)
+        if share and _rng.random() < share:  # gold checks mixed in at their share of the open queue (#16)
+            item = queue.first_candidate(lock="skip_locked", gold_only=True, **pick)
     if item is None:
         item = queue.first_candidate(lock="skip_locked", **pick)
     if item is None:
@@ -148,7 +167,7 @@ def _claim_one(annotator, stage: str, now, tried: list[int]) -> ReviewItem | Non
         # We waited for another claimer: read the row as they left it.
         item.refresh_from_db()
     # The row lock is ours. The candidate query's claim count came from the snapshot taken when
-    # it started; count again now, so a claim committed in between is seen.
+    # it started; count again now (claims and assignments), so one committed in between is seen.
     if item.state != ItemState.OPEN or item.excluded or (
         item.review_count + queue.active_claims_of_others(item_id=item.pk, annotator_id=annotator.pk, now=now)
         >= item.required_reviews

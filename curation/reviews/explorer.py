@@ -15,8 +15,9 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from almita_web.roles import ADJUDICATOR, ADMIN, has_role
-from curation.models import (AuditEvent, Claim, CorrectionMark, Flag, GoldItem, ItemState, MarkKind, Resolution, Review,
+from curation.models import (AuditEvent, CorrectionMark, Flag, GoldItem, ItemState, MarkKind, Resolution, Review,
                              ReviewItem, ReviewStage, Verdict)
+from curation.reviews.assignment import release_beyond
 from curation.reviews.lineage import STAGE_MODELS, blocked_above, cascade_apply
 from curation.reviews.state import Effective, describe, describe_blind, effective_q, exclusion_reason
 from generation.models import GenerationJob
@@ -291,13 +292,12 @@ def items_bulk(*, actor, stage: str, item_ids: list[int], action: str, required:
                 continue
             item.required_reviews = required
             item.save(update_fields=["required_reviews"])
-            # Fewer reviews needed than annotators now hold it: the latest claims beyond the new
-            # need are released, so no item ever has more annotators on it than it needs.
-            active = Claim.objects.filter(item=item, expires_at__gt=timezone.now()).order_by("-claimed_at", "-id")
-            excess = list(active.values_list("pk", flat=True)[: max(0, item.review_count + active.count() - required)])
-            if excess:
-                Claim.objects.filter(pk__in=excess).delete()
-                before["claims_released"] = len(excess)
+            # Fewer reviews needed than annotators now hold it (a claim or an assignment): the
+            # latest holders beyond the new need are released, so no item ever has more
+            # annotators on it than it needs.
+            gone = release_beyond(item, actor, timezone.now())
+            if gone:
+                before["claims_released"] = gone
         done += 1
         item.refresh_from_db(fields=["excluded"])
         _audit(actor, item, action, before, {"state": item.state, "excluded": item.excluded, "withheld": item.withheld,

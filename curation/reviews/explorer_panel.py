@@ -18,7 +18,7 @@ from generation.models import Api, CurationStatus
 # (key, label, shown by default). Chosen per user in the browser (localStorage); all are rendered.
 COLUMNS = [
     ("item", "Item", True), ("preview", "Preview", True), ("state", "State", True),
-    ("reviews", "Reviews", True), ("verdicts", "Verdicts", True), ("warnings", "Warnings", True),
+    ("reviews", "Reviews", True), ("assigned", "Assigned", True), ("verdicts", "Verdicts", True), ("warnings", "Warnings", True),
     ("created", "Created", False), ("decided", "Decided", False), ("gold", "Gold", True),
 ]
 PREVIEW_TURNS = 2

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from almita_web.bounds import in_id_range
 from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, RESEARCHER, has_role, role_required
 from curation.models import ReviewItem, ReviewStage
-from curation.reviews import explorer, explorer_panel
+from curation.reviews import assignment, explorer, explorer_panel
 
 
 def _stage(stage: str) -> str:
@@ -39,15 +39,17 @@ def explore(request: HttpRequest, stage: str) -> HttpResponse:
     base = params.urlencode()
     rows = explorer.rows_for(page["rows"], request.user, show_gold=is_admin, own_only=own_only)
     previews = explorer_panel.previews(stage, page["rows"])
+    assignees = assignment.assignees_of([it.pk for it in page["rows"]]) if staff else {}
     for row in rows:
         row["preview"] = previews[row["item"].pk]
-    columns = [c for c in explorer_panel.COLUMNS if c[0] != "gold" or is_admin]
+        row["assigned"] = assignees.get(row["item"].pk, [])
+    columns = [c for c in explorer_panel.COLUMNS if (c[0] != "gold" or is_admin) and (c[0] != "assigned" or staff)]
     return render(request, "curation/explore.html", {
         "stage": stage, "stages": ReviewStage.choices, "q": qry, "page": page, "rows": rows,
         "columns": columns, "is_admin": is_admin,
         "choices": explorer.choices(stage, own_only), "own_only": own_only,
         "can_bulk": staff, "is_staff": staff, "base_query": base,
-        "here": request.get_full_path(),
+        "here": request.get_full_path(), "assign_modes": list(assignment.MODES.items()),
     })
 
 
@@ -78,6 +80,10 @@ def bulk(request: HttpRequest, stage: str) -> HttpResponse:
             messages.error(request, f"At most {explorer_panel.BULK_FILTER_MAX} items at once; narrow the filter.")
             return redirect(back)
         ids = list(matched.values_list("pk", flat=True))
+    action = request.POST.get("action", "")
+    if action in ("assign", "release"):
+        _assign(request, stage, ids, action)
+        return redirect(back)
     required = request.POST.get("required") or ""
     try:
         result = explorer.items_bulk(actor=request.user, stage=stage, item_ids=ids,
@@ -93,6 +99,30 @@ def bulk(request: HttpRequest, stage: str) -> HttpResponse:
         if len(result["refused"]) > 10:
             messages.error(request, f"… and {len(result['refused']) - 10} more refused for the same kind of reason.")
     return redirect(back)
+
+
+def _assign(request: HttpRequest, stage: str, ids: list[int], action: str) -> None:
+    """The explorer's "Assign" and "Release assignment" on the selection (issue #30)."""
+    text = (request.POST.get("assignees") or "")[:2000]
+    mode = request.POST.get("mode", "")
+    try:
+        if action == "release":
+            result = assignment.release(actor=request.user, item_ids=ids, annotators=assignment.parse_names(text),
+                                        stage=stage)
+            messages.success(request, f"{result['released']} assignment(s) released on {result['items']} item(s).")
+            return
+        if mode == "percent":
+            result = assignment.assign(actor=request.user, item_ids=ids, mode=mode, stage=stage,
+                                       shares=assignment.parse_shares(text))
+        else:
+            result = assignment.assign(actor=request.user, item_ids=ids, mode=mode, stage=stage,
+                                       annotators=assignment.parse_names(text))
+    except assignment.AssignError as exc:
+        messages.error(request, f"Nothing assigned: {exc}" if action == "assign" else f"Nothing released: {exc}")
+        return
+    per = ", ".join(f"{name} {n}" for name, n in result["per_annotator"].items())
+    messages.success(request, f"{result['assignments']} assignment(s) on {result['items']} item(s) ({per}); "
+                              f"{result['unchanged']} item(s) had no free place or were assigned already.")
 
 
 @require_GET

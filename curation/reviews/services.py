@@ -21,12 +21,14 @@ from curation.guidance import services as guidance
 from curation.models import AuditEvent, Claim, ItemState, Resolution, Review, ReviewItem, Skip, Verdict
 from curation.reviews import discussion, queue
 from curation.reviews.claims import (  # noqa: F401  (re-exported: the workflow's public surface stays here)
+    ASSIGNED_SHOWN,
     CurationError,
     _audit,
     _claim_expiry,
     _claim_upsert,
     _item_snapshot,
     _review_snapshot,
+    assigned_items,
     held_claim,
     held_claims,
     queue_candidates,
@@ -42,6 +44,7 @@ from curation.reviews.lineage import (  # noqa: F401  (re-exported for other app
     items_sync_throttled,
     policy_for,
 )
+from curation.reviews.assignment import progress as assignment_progress  # noqa: F401  (re-exported, #30)
 from curation.reviews.digest import digest_enabled, send_digest  # noqa: F401  (re-exported)
 from curation.reviews.queue import count_candidates  # noqa: F401  (re-exported)
 from curation.reviews.state import Effective, effective_q, exclusion_reason  # noqa: F401  (re-exported)

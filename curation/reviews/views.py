@@ -47,7 +47,13 @@ def queue(request: HttpRequest) -> HttpResponse:
         "progress": agreement_services.annotator_progress(annotator=request.user),
         "claims": correction_notices.attach_to_claims(services.held_claims(annotator=request.user)),
         "last_review": services.last_review(annotator=request.user),
+        **_assigned(request.user),
     })
+
+
+def _assigned(user) -> dict:
+    items = services.assigned_items(annotator=user)
+    return {"assigned": items[:services.ASSIGNED_SHOWN], "assigned_more": len(items) > services.ASSIGNED_SHOWN}
 
 
 @require_POST

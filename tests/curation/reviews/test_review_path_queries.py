@@ -17,14 +17,15 @@ from tests.conftest import PASSWORD
 from tests.curation.factories import build_lineage
 
 CLAIM_RESUME = 2  # user, held item (the session comes from the cache)
-# user, held item, then in a transaction: (SQLite: held item again,) gold share, candidate, others'
-# claims, claim upsert, audit (+ 2 savepoint statements in the test's transaction)
-CLAIM_NEW = 10
+# user, held item, then in a transaction: (SQLite: held item again,) the annotator's assigned items
+# (issue #30), gold share, candidate, others' claims, claim upsert, audit (+ 2 savepoint statements
+# in the test's transaction)
+CLAIM_NEW = 11
 # user, the item with the user's claim on it, the last review with its item, the artifact with its
 # procedure and intent (one outer join, curation.reviews.artifacts), APIs
 PAGE = 5
-SUBMIT = 20  # user, item; lock, claim, review, claim delete, item, audit, meta (+2 savepoints); CLAIM_NEW - 1
-SKIP = 19
+SUBMIT = 21  # user, item; lock, claim, review, claim delete, item, audit, meta (+2 savepoints); CLAIM_NEW - 1
+SKIP = 20
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
 """A stateful property test of curation: random claim, submit, skip, undo, claim expiry, resolve,
 reverse, job launch on reviewed inputs, release creation, the explorer's bulk actions (exclude,
-include again, re-queue, reviews needed), gold marking and seeding, guideline changes and
+include again, re-queue, reviews needed), gold marking and seeding, guideline changes,
 adjudicators' corrections with regeneration below them (tests/curation/reviews/sm_corrections.py),
-for 2–4 annotators, with every invariant of tests/curation/invariants.py checked after every step.
+and assignment and release (tests/curation/assignment_rules.py, with its invariants), for 2–4
+annotators, with every invariant of tests/curation/invariants.py checked after every step.
 
 Two rules read the pages (tests/curation/page_invariants.py): every badge, list and count equals
 the effective state recomputed from the rows, and an annotator's pages are the same, byte for
@@ -46,6 +47,8 @@ from curation.reviews.state import Effective, effective_of
 from generation.models import CurationStatus, Flowgraph, GenerationJob
 from generation.services import JobConfigError, demo_build
 from tests.conftest import make_user
+from tests.curation.assignment_rules import TALLY as ASSIGN_TALLY
+from tests.curation.assignment_rules import AssignmentRules
 from tests.curation.factories import build_lineage
 from tests.curation.invariants import check_all
 from tests.curation.page_invariants import SKIPPED, blind_pair, check_annotator_pages, check_staff_pages
@@ -56,7 +59,7 @@ TALLY: Counter = Counter()  # how often the rarer paths ran (asserted at the end
 VERDICTS = st.sampled_from(["accept", "reject"])
 
 
-class Curation(CorrectionRules, RuleBasedStateMachine):
+class Curation(AssignmentRules, CorrectionRules, RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self._atomic = transaction.atomic()
@@ -304,7 +307,7 @@ def test_curation_state_machine() -> None:
     )
     # The pages were read (how often the rarer paths ran is printed with -s; a run where none of
     # them happened is possible by chance, so test_blind_pairs_* and the explorer tests pin them).
-    print(dict(TALLY), dict(SKIPPED), dict(CORRECTIONS))
+    print(dict(TALLY), dict(SKIPPED), dict(CORRECTIONS), dict(ASSIGN_TALLY))
     assert TALLY["pages checked"], (TALLY, SKIPPED)
 
 
