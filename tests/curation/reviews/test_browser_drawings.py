@@ -46,3 +46,24 @@ def test_the_placeholder_is_replaced_by_the_workers_drawing(browser, live_server
     shot(page, "review_drawing_arrived")
     assert errors == []
     connection.close()
+
+
+def test_a_sampled_paths_item_page_highlights_the_path_on_the_stored_drawing(browser, live_server,  # noqa: F811
+                                                                             admin_user, drawing_worker):
+    from generation.models import SampledPath
+    from tests.curation.factories import draw_graphs
+
+    build_lineage(conversations=1)
+    draw_graphs()  # the worker's drawings
+    path = SampledPath.objects.first()
+    connection.close()
+    page = login(browser, live_server, admin_user.username)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{live_server.url}/generation/items/path/{path.pk}/")
+    page.wait_for_selector("figure.item-graph g.node.on-path")
+    assert page.locator("figure.item-graph g.node.on-path").count() == len(set(path.node_ids))
+    shot(page, "generation_path_item")
+    assert errors == [] and not drawing_worker
+    connection.close()
