@@ -56,7 +56,7 @@ def load(*, lineages: int, annotators: int, render_svg: bool = True, password: s
 
     from almita_web.roles import ANNOTATOR, assign_roles
     from curation.reviews.lineage import items_sync
-    from curation.reviews.present import cached_svg
+    from generation.drawings import graphs_draw
     from generation.models import Flowgraph
     from tests.curation.factories import build_lineage
 
@@ -64,9 +64,8 @@ def load(*, lineages: int, annotators: int, render_svg: bool = True, password: s
         build_lineage(conversations=2, seed=i,
                       validation=[{"rule": "FG-LEAF-END", "where": "N3", "message": "demo"}] if i % 5 == 0 else None)
     items_sync()
-    if render_svg:
-        for fg in Flowgraph.objects.all():
-            cached_svg(fg)
+    if render_svg:  # what the worker does when graphs are stored
+        graphs_draw("generation.flowgraph", list(Flowgraph.objects.values_list("pk", flat=True)))
     users = []
     for i in range(annotators):
         user = User.objects.create_user(f"bench{i}", password=password)

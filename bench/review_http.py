@@ -7,8 +7,9 @@ For each database and SVG state it creates a throw-away database (tables from th
 it with ``bench/review.py``'s loader (full lineages procedure → flowgraph → conversation graph →
 conversations, their review items, annotator users with real password hashes), and starts
 the production web server as docker-compose does (``python -m almita_web.serve``: granian; DEBUG off).
-``--svg cached`` draws every flowgraph's SVG first; ``--svg cold`` leaves them undrawn, so the
-first view of each item runs Graphviz (each item is viewed twice: two reviews).
+``--svg cached`` draws every flowgraph's SVG first; ``--svg cold`` leaves them undrawn and runs no
+worker, so the first view of each item queues its drawing and every view shows "Drawing…" (no
+request runs Graphviz; each item is viewed twice: two reviews).
 
 ``--clients`` threads, each with its own keep-alive connection and cookie jar, log in through
 the login form and loop with no think time: POST "next item" (with the CSRF token) → GET the
@@ -38,7 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 # The floor of issue #29 (what an annotator perceives, ≥ 5× ahead of Label Studio on this machine). It holds
 # for "SVG cached": drawings made ahead by the worker, as in production. "SVG cold" has no worker, so
-# each first view draws in the request; it is printed for information and not judged.
+# each page queues its drawing and shows "Drawing…"; it is printed for information and not judged.
 TARGETS = {"claim+page": 100.0, "submit": 100.0, "verdicts/s": 50.0}
 
 

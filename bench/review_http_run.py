@@ -97,7 +97,9 @@ def _client(port: int, username: str, stage: str, warmup: int, rounds: int, star
             break  # nothing left to claim
         status, _, page = s.request("GET", location)
         t2 = time.perf_counter()
-        if status != 200 or b"<svg" not in page:
+        # A graph the worker has not drawn is queued and shown as "Drawing…" (data-poll): no worker
+        # runs here, so with --svg cold every page shows the placeholder.
+        if status != 200 or (b"<svg" not in page and b"data-poll=" not in page):
             raise RuntimeError(f"{location}: {status}, svg={b'<svg' in page}")
         with lock:
             first = location not in seen

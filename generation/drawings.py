@@ -3,7 +3,8 @@
 A flowgraph or conversation graph written by a generation stage or an import is queued for the
 ``generation.graphs_draw`` task once its transaction commits, so the review, graph and report
 pages read a drawing that is already there. A page that meets a graph the worker has not drawn
-yet (a worker behind, a row older than this) draws it once itself and stores it.
+yet (a worker behind, a row older than this, a correction just saved) queues it for the worker
+and polls for it (generation.drawing_cache.graph_drawing_for): no request runs Graphviz.
 
 The root element carries ``data-layout``, the direction the graph's shape chose
 (``to_svg_readable``; written first, it marks a current drawing: older ones are drawn again once),
@@ -36,11 +37,11 @@ def is_drawn(svg: str | None) -> bool:
     return bool(svg) and DRAWN_MARK in svg[:DRAWN_WITHIN]
 
 
-def graph_drawing(data: Any, highlight: list | None = None) -> tuple[str, str]:
+def graph_drawing(data: Any) -> tuple[str, str]:
     """(svg, error) for a graph stored as graph_to_json data."""
     try:
         g = graph_from_json(data)
-        svg, rankdir = to_svg_readable(g, highlight_path=highlight)
+        svg, rankdir = to_svg_readable(g)
         names = escape(json.dumps([str(n) for n in g.nodes]))
         return svg.replace("<svg", f'<svg data-layout="{rankdir}" data-nodes="{names}"', 1), ""
     except GraphTooLarge as exc:  # stored as the drawing (marked drawn): the message, not a retry
@@ -76,7 +77,8 @@ def graphs_draw(label: str, ids: list[int]) -> int:
 
 
 def graphs_stored(model: type[models.Model], ids: list[int]) -> None:
-    """Queue the drawing of these newly stored graph rows for when the transaction commits."""
+    """Queue the drawing of these newly stored (or corrected) graph rows for when the transaction
+    commits."""
     label = model._meta.label_lower
     if label not in GRAPH_MODELS or not ids:
         return
@@ -86,7 +88,7 @@ def graphs_stored(model: type[models.Model], ids: list[int]) -> None:
 
         try:
             graphs_draw_task.delay(label, list(ids))
-        except Exception as exc:  # noqa: BLE001 - a broker outage leaves the page to draw it
+        except Exception as exc:  # noqa: BLE001 - a broker outage: the page queues it again
             log.warning("drawing of %s %s not queued: %s", label, ids[:5], type(exc).__name__)
 
     transaction.on_commit(send)

@@ -1,6 +1,8 @@
 """The admins' generation dashboard: launch, watch (polled fragments), inspect jobs and items."""
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Count
@@ -11,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from almita_web.roles import ADMIN, role_required
 from generation import llm, loop_views, services
 from generation.forms import LLM_STAGES, CancelForm, JobForm
+from generation.pipeline.render import HIGHLIGHT_COLOUR
 from generation.rates import job_rates
 from generation.models import (
     Api, Conversation, ConversationGraph, Discard, Flowgraph, GenerationJob, IllegalTransition, Intent, LLMBatch, LLMCall,
@@ -222,7 +225,9 @@ def item_detail(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
         raise Http404("unknown kind")
     model, title, has_graph = ITEM_KINDS[kind]
     obj = get_object_or_404(model, pk=pk)
-    svg, svg_error = services.graph_svg(obj=obj) if has_graph else ("", "")
+    drawing = services.graph_svg(obj=obj) if has_graph else None  # never drawn in the request
+    if drawing is not None and kind == "path":  # highlighted in the browser (static/js/graph.js)
+        drawing.update(path=json.dumps([str(n) for n in obj.node_ids or []]), path_colour=HIGHLIGHT_COLOUR)
     extra = loop_views.graph_coverage_context(obj) if kind == "conversation_graph" else {}  # i15
-    return render(request, "generation/item.html", {"obj": obj, "kind": kind, "title": title, "svg": svg,
-                                                    "svg_error": svg_error, **extra})
+    return render(request, "generation/item.html", {"obj": obj, "kind": kind, "title": title, "drawing": drawing,
+                                                    **extra})

@@ -22,10 +22,10 @@ def artifact_for(item: ReviewItem) -> models.Model | None:
         qs = ConversationGraph.objects.select_related("flowgraph__procedure__intent").defer(
             "data", "flowgraph__data")
     else:
-        # The conversation's page draws its graph with the path highlighted (from the data) and
-        # shows neither drawing nor text of the graphs themselves.
+        # The conversation's page shows its graph's stored drawing (the path is highlighted in the
+        # browser) and aligns the turns with the graph's data; no text, no flowgraph drawing.
         qs = Conversation.objects.select_related("path__conversation_graph__flowgraph", "procedure__intent").defer(
-            "path__conversation_graph__svg", "path__conversation_graph__text",
+            "path__conversation_graph__text",
             "path__conversation_graph__flowgraph__data", "path__conversation_graph__flowgraph__svg",
             "path__conversation_graph__flowgraph__text")
     return qs.filter(pk=item.object_id).first()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.cache import cache
 from django.db import transaction
 
 from almita_web.roles import ADJUDICATOR, ADMIN, user_roles
@@ -32,9 +31,8 @@ from curation.models import (
     ReviewItem,
     ReviewStage,
 )
-from curation.reviews import present
 from curation.reviews.lineage import STAGE_MODELS, _children, _has_warnings, cascade_apply
-from generation.drawings import graph_drawing
+from generation.drawings import graphs_stored
 from generation.models import Conversation, ConversationGraph, Flowgraph
 from generation.pipeline.extract import ApiCallParseError
 from generation.pipeline.formats import GraphFormatError, graph_from_json, write_graph_text
@@ -288,14 +286,11 @@ def regenerate_marked(stage: str, object_id: int) -> bool:
 
 
 def _store_graph(model, artifact, new: dict[str, Any], warnings: list) -> None:
-    """Write the corrected graph with its text and a new drawing; forget the old drawings."""
-    svg, _error = graph_drawing(new)  # an error leaves svg empty: the page tries again and says why
-    model.objects.filter(pk=artifact.pk).update(data=new, text=write_graph_text(graph_from_json(new)), svg=svg,
+    """Write the corrected graph with its text; its drawing is the worker's (queued when the
+    transaction commits; the page shows "Drawing…" until it arrives): no Graphviz in the request."""
+    model.objects.filter(pk=artifact.pk).update(data=new, text=write_graph_text(graph_from_json(new)), svg="",
                                                 validation=warnings)
-    if model is ConversationGraph:
-        keys = [present.highlighted_key(artifact, node_ids, conv_id) for conv_id, node_ids in
-                Conversation.objects.filter(path__conversation_graph_id=artifact.pk).values_list("pk", "path__node_ids")]
-        cache.delete_many(keys)
+    graphs_stored(model, [artifact.pk])
 
 
 def history(item: ReviewItem) -> list[ArtifactVersion]:

@@ -1,7 +1,9 @@
 """What the review and adjudication pages show of an item: its artifact, lineage and graphs.
 
 A graph's drawing is made by the worker when the graph is stored (generation.drawings) and read
-from the row's ``svg`` field; a graph the worker has not drawn yet is drawn once here and stored.
+from the row's ``svg`` field; for a graph the worker has not drawn yet the page queues the drawing
+once and shows "Drawing…", which polls until it arrives (generation.drawing_cache): no request
+runs Graphviz.
 A conversation's path is highlighted in the browser on its graph's stored drawing (the figure's
 ``data-path``, static/js/graph.js): no drawing is made for a conversation. Graphviz escapes every
 label, so the markup is inlined as is.
@@ -9,7 +11,6 @@ label, so the markup is inlined as is.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from typing import Any
 
@@ -19,31 +20,16 @@ from django.utils.safestring import mark_safe
 from curation.guidance.services import current_guide, human_codes, reason_codes, rule_codes
 from curation.models import ReviewItem, ReviewStage
 from curation.reviews.lineage import artifact_for
-from generation.drawings import drawing_store, is_drawn
+from generation.drawing_cache import graph_drawing_for
 from generation.models import Api, ConversationGraph, Flowgraph, Procedure
-from generation.pipeline.render import HIGHLIGHT_COLOUR, scope_svg_ids
+from generation.pipeline.render import HIGHLIGHT_COLOUR
 
 
 def cached_svg(row: Flowgraph | ConversationGraph) -> dict[str, Any]:
-    """The row's stored drawing (drawn now and stored if the worker has not drawn it yet)."""
-    if not is_drawn(row.svg):
-        svg, error = drawing_store(row)
-        if error:
-            return {"svg": "", "error": error}
-    prefix = f"{type(row)._meta.model_name[:2]}{row.pk}-"
-    return {"svg": mark_safe(_scoped(row.svg, prefix)), "error": ""}
-
-
-@functools.lru_cache(maxsize=256)
-def _scoped(svg: str, prefix: str) -> str:
-    # The key is the markup itself, so a redrawn graph never gets an old result.
-    return scope_svg_ids(svg, prefix)
-
-
-def highlighted_key(cg: ConversationGraph, path_nodes: list, conversation_id: int) -> str:
-    """The cache key of a conversation's highlighted drawing (a correction of the graph deletes it)."""
-    path_digest = hashlib.sha256(json.dumps([str(n) for n in path_nodes]).encode()).hexdigest()[:16]
-    return f"curation:svg3:cg{cg.pk}:{cg.created_at.timestamp():.6f}:cv{conversation_id}:{path_digest}"
+    """The row's stored drawing: {"svg", "error", "pending", "kind", "key"} (pending: queued for
+    the worker, the page polls for it)."""
+    got = graph_drawing_for(row)
+    return {**got, "svg": mark_safe(got["svg"])}  # noqa: S308 - Graphviz escapes every label
 
 
 def stage_fragments(stage: str, can_review: bool) -> dict[str, Any]:

@@ -101,16 +101,16 @@ def job_artifact_counts(job: GenerationJob) -> dict[str, int]:
 # --------------------------------------------------------------------------- graph pictures
 
 
-def graph_svg(*, obj: Flowgraph | ConversationGraph | SampledPath) -> tuple[str, str]:
-    """(svg, error message): the Graphviz picture of a graph row, cached on the row's svg field.
+def graph_svg(*, obj: Flowgraph | ConversationGraph | SampledPath) -> dict:
+    """The drawing of a graph row as a page shows it (generation.drawing_cache.graph_drawing_for:
+    the stored drawing, or queued for the worker and polled for; never drawn here).
 
-    A sampled path is drawn as its conversation graph with the path highlighted (not cached: the
-    path row has no picture of its own).
+    A sampled path shows its conversation graph's stored drawing; the page highlights the path
+    in the browser (static/js/graph.js, the figure's data-path), as the review page does.
     """
-    from generation.drawings import drawing_store, graph_drawing, is_drawn
+    from django.utils.safestring import mark_safe
 
-    if isinstance(obj, SampledPath):
-        return graph_drawing(obj.conversation_graph.data, highlight=list(obj.node_ids))
-    if is_drawn(obj.svg):  # drawn by the worker when it was stored
-        return obj.svg, ""
-    return drawing_store(obj)
+    from generation.drawing_cache import graph_drawing_for
+
+    got = graph_drawing_for(obj.conversation_graph if isinstance(obj, SampledPath) else obj)
+    return {**got, "svg": mark_safe(got["svg"])}  # noqa: S308 - Graphviz escapes every label

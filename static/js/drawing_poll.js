@@ -52,5 +52,16 @@
       });
   }
 
-  document.querySelectorAll("[data-poll]").forEach(function (box) { poll(box, 400, 0); });
+  // Each box polls once, however many pages' parts included this script; a part inserted later
+  // (the explorer's side panel) is started with AlmitaDrawings.start(itsRoot).
+  function start(root) {
+    (root || document).querySelectorAll("[data-poll]").forEach(function (box) {
+      if (box.hasAttribute("data-polling")) return;
+      box.setAttribute("data-polling", "1");
+      poll(box, 400, 0);
+    });
+  }
+
+  window.AlmitaDrawings = { start: start };
+  start(document);
 })();

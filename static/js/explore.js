@@ -53,7 +53,11 @@
     var url = table.getAttribute("data-panel-url").replace("/0/", "/" + row.getAttribute("data-item") + "/");
     fetch(url, {credentials: "same-origin", headers: {"X-Requested-With": "fetch"}})
       .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
-      .then(function (html) { if (rows[current] === row) panel.innerHTML = html; })
+      .then(function (html) {
+        if (rows[current] !== row) return;
+        panel.innerHTML = html;  // scripts in it do not run: a drawing still being made is polled for here
+        if (window.AlmitaDrawings) window.AlmitaDrawings.start(panel);
+      })
       .catch(function (status) { panel.innerHTML = '<p class="error">This item could not be shown (' + String(status).replace(/[^0-9a-zA-Z ]/g, "") + ").</p>"; });
   }
   function closePanel() {

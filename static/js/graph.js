@@ -338,6 +338,11 @@
   }
 
   document.querySelectorAll("figure.graph").forEach(setup);
+  // A drawing the worker made after the page loaded (static/js/drawing_poll.js): set its figure up.
+  document.addEventListener("drawing:ready", function (ev) {
+    var fig = ev.target.closest && ev.target.closest("figure.graph");
+    if (fig && !figures.some(function (f) { return f.fig === fig; })) setup(fig);
+  });
   document.querySelectorAll("li.turn[data-turn]").forEach(function (li) {
     function pick() { select({ kind: "turn", target: li.getAttribute("data-turn") }); }
     li.addEventListener("click", pick);

@@ -146,3 +146,12 @@ def build_lineage(*, conversations: int = 2, hostile: bool = False, validation: 
                 expected_parameters=exp.get("parameters", {}),
             ))
     return lineage
+
+
+def draw_graphs() -> None:
+    """What the worker does once graphs are stored (generation.drawings): draw every graph row."""
+    from generation.drawings import graphs_draw
+    from generation.models import ConversationGraph, Flowgraph
+
+    for label, model in (("generation.flowgraph", Flowgraph), ("generation.conversationgraph", ConversationGraph)):
+        graphs_draw(label, list(model.objects.values_list("pk", flat=True)))

@@ -53,11 +53,22 @@ def test_the_review_page_reads_the_stored_drawing_without_drawing(monkeypatch):
     assert out["error"] == "" and "<svg" in out["svg"] and ctx.captured_queries == []
 
 
-def test_an_undrawn_graph_is_drawn_once_by_the_page_and_stored():
+def test_an_undrawn_graph_is_queued_once_by_the_page_and_stored_by_the_worker(drawing_queue, monkeypatch):
+    from generation import drawing_cache
+
     items_import(raw=json.dumps(document()), fmt="almita")
     row = Flowgraph.objects.first()
-    assert cached_svg(row)["error"] == ""
-    assert drawings.is_drawn(Flowgraph.objects.get(pk=row.pk).svg)
+    with monkeypatch.context() as m:
+        m.setattr(drawings, "to_svg_readable", lambda *a, **k: pytest.fail("drew at request time"))
+        first = cached_svg(row)
+        assert first["pending"] and first["svg"] == "" and first["error"] == ""
+        assert cached_svg(Flowgraph.objects.get(pk=row.pk))["pending"] and len(drawing_queue) == 1  # once
+    assert not drawings.is_drawn(Flowgraph.objects.get(pk=row.pk).svg)
+    assert drawing_queue.run() == 1  # the worker
+    assert drawings.is_drawn(Flowgraph.objects.get(pk=row.pk).svg)  # on the row, as for a graph just stored
+    got = drawing_cache.stored("flowgraph", first["key"])
+    assert got["error"] == "" and f'id="fl{row.pk}-' in got["svg"]  # scoped as the page scopes it
+    assert cached_svg(Flowgraph.objects.get(pk=row.pk))["svg"] == got["svg"] and not drawing_queue
 
 
 def test_only_graph_models_are_drawn():

@@ -123,18 +123,25 @@ def test_launch_errors_are_shown(client, admin_user, settings):
     assert "No LLM endpoint is configured" in client.get(reverse("generation:dashboard")).content.decode()
 
 
-def test_graph_svg_is_cached_and_graphviz_missing_is_explained(client, admin_user, finished_job, monkeypatch):
+def test_graph_svg_is_drawn_by_the_worker_and_graphviz_missing_is_explained(client, admin_user, finished_job,
+                                                                             monkeypatch, drawing_queue):
     client.force_login(admin_user)
     fg = Flowgraph.objects.filter(job=finished_job).first()
+    Flowgraph.objects.filter(pk=fg.pk).update(svg="")  # the worker has not drawn it yet
     page = client.get(reverse("generation:item", args=["flowgraph", fg.pk])).content.decode()
-    assert "<svg" in page
+    assert "<svg" not in page and "Drawing…" in page and len(drawing_queue) == 1
+    drawing_queue.run()  # the worker
     fg.refresh_from_db()
     assert fg.svg.startswith("<svg")
+    assert "<svg" in client.get(reverse("generation:item", args=["flowgraph", fg.pk])).content.decode()
     cg = ConversationGraph.objects.filter(job=finished_job).first()
-    monkeypatch.setenv("PATH", "/nonexistent")  # no dot program
+    ConversationGraph.objects.filter(pk=cg.pk).update(svg="")
+    monkeypatch.setenv("PATH", "/nonexistent")  # no dot program in the worker
+    client.get(reverse("generation:item", args=["conversation_graph", cg.pk]))
+    drawing_queue.run()
     page = client.get(reverse("generation:item", args=["conversation_graph", cg.pk])).content.decode()
     assert "Graphviz is not installed" in page
-    # the cached picture still shows
+    # the stored picture still shows
     assert "<svg" in client.get(reverse("generation:item", args=["flowgraph", fg.pk])).content.decode()
 
 

@@ -9,7 +9,7 @@ from curation.releases.services import release_create
 from curation.reviews import services as reviews
 from generation.models import Conversation, Flowgraph, SampledPath, StageProgress
 from generation.services import demo_build
-from tests.curation.factories import build_lineage
+from tests.curation.factories import build_lineage, draw_graphs
 
 from .helpers import accept_lineage_above, build_graph_with_conversations, decide, item_of
 
@@ -19,6 +19,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def accepted_graph(annotator_a, annotator_b):
     cg = build_graph_with_conversations()
+    draw_graphs()  # the worker's drawings
     users = [annotator_a, annotator_b]
     accept_lineage_above(cg, users)
     convs = list(Conversation.objects.filter(path__conversation_graph=cg).order_by("pk"))

@@ -4,6 +4,7 @@ from django.urls import reverse
 
 from curation.models import ReviewStage
 from generation.models import Conversation, GapFill, GenerationJob
+from tests.curation.factories import draw_graphs
 
 from .helpers import accept_lineage_above, build_graph_with_conversations, decide, item_of
 
@@ -19,6 +20,7 @@ def gappy_graph(annotator_a, annotator_b):
     decide(item_of(ReviewStage.CONVERSATION, convs[0]), users, "reject", ["CV-OFF-PATH"], comment="<b>x</b>")
     for c in convs[1:]:
         decide(item_of(ReviewStage.CONVERSATION, c), users)
+    draw_graphs()  # the worker's drawing of the stored graph
     cg.refresh_from_db()
     return cg
 

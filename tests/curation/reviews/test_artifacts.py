@@ -68,7 +68,7 @@ def test_every_stage_reads_its_chain_in_one_query_equal_to_the_orm():
             _same(artifact, want, ["messages", "turn_actions", "status"])
             _same(artifact.path, want.path, ["node_ids", "seed", "index"])
             _same(artifact.path.conversation_graph, want.path.conversation_graph, ["data"])
-            assert "data" not in _deferred(artifact.path.conversation_graph)  # its page always needs it
+            assert not {"data", "svg"} & _deferred(artifact.path.conversation_graph)  # its page always shows them
             _same(artifact.path.conversation_graph.flowgraph, want.path.conversation_graph.flowgraph, ["status"])
             procedure = artifact.procedure
         with CaptureQueriesContext(connection) as ctx:  # attached, not read again
@@ -79,7 +79,7 @@ def test_every_stage_reads_its_chain_in_one_query_equal_to_the_orm():
 
 
 @pytest.mark.parametrize("stage", [ReviewStage.FLOWGRAPH, ReviewStage.CONVERSATION_GRAPH])
-def test_graph_data_is_read_only_to_draw_an_undrawn_graph(stage):
+def test_graph_data_is_read_only_to_draw_an_undrawn_graph(stage, drawing_queue):
     build_lineage(conversations=1)
     items_sync()
     item = ReviewItem.objects.get(stage=stage)
@@ -89,9 +89,12 @@ def test_graph_data_is_read_only_to_draw_an_undrawn_graph(stage):
     assert "data" in _deferred(artifact)
     want = model.objects.get(pk=artifact.pk)
     with CaptureQueriesContext(connection) as ctx:
-        out = cached_svg(artifact)  # draws it: reads the data once, stores the drawing
-    assert "data-nodes=" in out["svg"]
+        pending = cached_svg(artifact)  # queues it: reads the data once (the drawing's key)
+    assert pending["pending"] and pending["svg"] == "" and len(drawing_queue) == 1
     assert len([q for q in ctx.captured_queries if q["sql"].lstrip().upper().startswith("SELECT")]) == 1
+    drawing_queue.run()  # the worker draws it onto the row
+    out = cached_svg(_read(item))
+    assert "data-nodes=" in out["svg"]
     again = _read(item)
     assert "data" in _deferred(again) and "data-nodes=" in again.svg
     with CaptureQueriesContext(connection) as ctx:
@@ -112,9 +115,9 @@ def test_missing_rows_come_back_as_none():
     assert _read(item) is None
 
 
-def test_drawings_from_before_the_layout_choice_are_drawn_again():
+def test_drawings_from_before_the_layout_choice_are_drawn_again(drawing_queue):
     """Issue #31: a stored drawing without data-layout (always top-to-bottom) counts as undrawn, so
-    the page draws it again with the direction its shape chooses, once."""
+    the worker draws it again with the direction its shape chooses, once."""
     build_lineage(conversations=1)
     items_sync()
     item = ReviewItem.objects.get(stage=ReviewStage.FLOWGRAPH)
@@ -122,7 +125,9 @@ def test_drawings_from_before_the_layout_choice_are_drawn_again():
     old = '<svg data-nodes="[]" width="10pt" height="10pt"><g/></svg>'
     type(artifact).objects.filter(pk=artifact.pk).update(svg=old)
     stale = _read(item)
-    out = cached_svg(stale)
+    assert cached_svg(stale)["pending"]  # queued for the worker, not drawn in the request
+    drawing_queue.run()
+    out = cached_svg(_read(item))
     assert out["svg"].startswith('<svg data-layout="') and "data-nodes=" in out["svg"][:400]
     stored = type(artifact).objects.get(pk=artifact.pk).svg
     assert stored.startswith('<svg data-layout="') and "data" in _deferred(_read(item))

@@ -11,7 +11,7 @@ from curation.models import ItemState, ReviewItem, ReviewStage
 from curation.reviews import services
 from generation.models import ConversationGraph, CurationStatus, Flowgraph
 from tests.conftest import PASSWORD
-from tests.curation.factories import build_lineage
+from tests.curation.factories import build_lineage, draw_graphs
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -73,6 +73,7 @@ def open_next_flowgraph(page, live_server):
 def test_blind_double_review_then_adjudication(browser, live_server, annotator_a, annotator_b, adjudicator):
     lin = build_lineage(conversations=2)
     services.items_sync()
+    draw_graphs()  # the worker's drawings
     item = ReviewItem.objects.get(stage=ReviewStage.FLOWGRAPH)
 
     # Annotator A rejects with the keyboard: r asks for a reason, 1 picks one, r submits.

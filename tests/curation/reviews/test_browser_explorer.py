@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from curation.models import GoldItem, ReviewItem, ReviewStage
 from curation.reviews import services
-from tests.curation.factories import build_lineage
+from tests.curation.factories import build_lineage, draw_graphs
 from tests.curation.reviews.test_browser import CHROMIUM, browser, login, shots  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium missing")]
@@ -30,6 +30,7 @@ def test_explorer_data_manager(browser, live_server, annotator_a, annotator_b, a
     for seed in range(3):
         build_lineage(conversations=1, seed=seed)
     services.items_sync()
+    draw_graphs()  # the worker's drawings
     agreed, disputed, _ = ReviewItem.objects.filter(stage=ReviewStage.CONVERSATION).order_by("pk")
     _review(annotator_a, agreed, "accept")
     _review(annotator_b, agreed, "accept")

@@ -36,6 +36,24 @@ def disagree(stage, a, b):
 
 
 @pytest.fixture
+def drawn(monkeypatch, django_capture_on_commit_callbacks):
+    """Runs what a correction queued for the worker (generation.graphs_draw), as the worker would."""
+    from generation import tasks
+
+    queued = []
+    monkeypatch.setattr(tasks.graphs_draw_task, "delay", lambda *args: queued.append(args))
+
+    def run():
+        for args in queued:
+            tasks.graphs_draw_task(*args)
+        n = len(queued)
+        queued.clear()
+        return n
+
+    return queued, run
+
+
+@pytest.fixture
 def lin(db):
     lineage = build_lineage(conversations=1)
     services.items_sync()
@@ -48,11 +66,16 @@ def relabel(data, node, label):
     return out
 
 
-def test_text_edit_keeps_reviews_stores_versions_and_marks_descendants_for_review(lin, annotator_a, annotator_b, adjudicator):
+def test_text_edit_keeps_reviews_stores_versions_and_marks_descendants_for_review(lin, annotator_a, annotator_b,
+                                                                                  adjudicator, drawn,
+                                                                                  django_capture_on_commit_callbacks):
     item = disagree(FG, annotator_a, annotator_b)
     original = copy.deepcopy(lin.flowgraph.data)
-    v = corrections.correct(editor=adjudicator, item_id=item.pk, note="Clearer question",
-                            payload=relabel(original, "N1", "Could you give me your order number?"))
+    with django_capture_on_commit_callbacks(execute=True):
+        v = corrections.correct(editor=adjudicator, item_id=item.pk, note="Clearer question",
+                                payload=relabel(original, "N1", "Could you give me your order number?"))
+    assert Flowgraph.objects.get(pk=lin.flowgraph.pk).svg == ""  # not drawn in the request
+    assert drawn[0] == [("generation.flowgraph", [lin.flowgraph.pk])] and drawn[1]() == 1  # the worker
     assert (v.number, v.change, v.previous.number, v.previous.content) == (2, "text", 1, original)
     fg = Flowgraph.objects.get(pk=lin.flowgraph.pk)
     assert fg.pk == item.object_id and "Could you give me your order number?" in fg.text
@@ -179,12 +202,15 @@ def test_conversation_turn_edit_and_version_seen(lin, annotator_a, annotator_b, 
     check_all([annotator_a, annotator_b])
 
 
-def test_conversation_graph_edit_redraws_and_marks_conversations(lin, annotator_a, annotator_b, adjudicator):
+def test_conversation_graph_edit_redraws_and_marks_conversations(lin, annotator_a, annotator_b, adjudicator, drawn,
+                                                                  django_capture_on_commit_callbacks):
     item = disagree(CG, annotator_a, annotator_b)
     cg = lin.conversation_graph
     node = next(n for n in cg.data["nodes"] if n["type"] == "assistant")
-    corrections.correct(editor=adjudicator, item_id=item.pk, note="wording",
-                        payload=relabel(cg.data, node["id"], "Hello! Corrected wording."))
+    with django_capture_on_commit_callbacks(execute=True):
+        corrections.correct(editor=adjudicator, item_id=item.pk, note="wording",
+                            payload=relabel(cg.data, node["id"], "Hello! Corrected wording."))
+    assert drawn[0] == [("generation.conversationgraph", [cg.pk])] and drawn[1]() == 1  # the worker's drawing
     stored = ConversationGraph.objects.get(pk=cg.pk)
     assert "Corrected wording" in stored.svg and "Corrected wording" in stored.text
     assert {(m.stage, m.object_id, m.kind) for m in CorrectionMark.objects.all()} == {

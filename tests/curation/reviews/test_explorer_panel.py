@@ -13,7 +13,7 @@ from curation.guidance import flags as flag_services
 from curation.models import GoldItem, GoldOrigin, ItemState, ReviewItem, ReviewStage
 from curation.reviews import services
 from tests.conftest import PASSWORD
-from tests.curation.factories import HOSTILE, build_lineage
+from tests.curation.factories import HOSTILE, build_lineage, draw_graphs
 
 pytestmark = pytest.mark.django_db
 
@@ -33,6 +33,7 @@ def _items(stage, n_lineages=2, **kw):
     for seed in range(n_lineages):
         build_lineage(conversations=1, seed=seed, **kw)
     services.items_sync()
+    draw_graphs()  # the worker's drawings
     return list(ReviewItem.objects.filter(stage=stage).order_by("id"))
 
 

@@ -44,7 +44,7 @@ def _claim(client) -> str:
     return resp["Location"]
 
 
-def test_claim_page_submit_query_counts(annotator_client, django_assert_max_num_queries):
+def test_claim_page_submit_query_counts(annotator_client, django_assert_max_num_queries, drawing_queue):
     client, user = annotator_client
     reset_sync_throttle()
     client.post(reverse("curation:claim_next", args=[ReviewStage.FLOWGRAPH]))  # items_sync ran: warm
@@ -53,7 +53,8 @@ def test_claim_page_submit_query_counts(annotator_client, django_assert_max_num_
         url = _claim(client)
     with django_assert_max_num_queries(CLAIM_RESUME):
         assert _claim(client) == url
-    assert b"<svg" in client.get(url).content  # draws and stores the SVG
+    assert b"Drawing\xe2\x80\xa6" in client.get(url).content  # not drawn yet: queued for the worker
+    drawing_queue.run()  # the worker draws and stores the SVG
     with django_assert_max_num_queries(PAGE):
         page = client.get(url)
     assert page.status_code == 200 and b"<svg" in page.content
@@ -63,6 +64,8 @@ def test_claim_page_submit_query_counts(annotator_client, django_assert_max_num_
     assert Review.objects.filter(annotator=user).count() == 1
     assert Claim.objects.filter(annotator=user).count() == 1  # the next item, claimed by the submit
     following = resp["Location"]
+    client.get(following)
+    drawing_queue.run()
     assert b"<svg" in client.get(following).content
     with django_assert_max_num_queries(PAGE):  # with a verdict to undo shown, as in steady use
         assert b"undo-form" in client.get(following).content

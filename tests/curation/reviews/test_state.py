@@ -14,7 +14,7 @@ from curation.models import AuditEvent, Claim, ItemState, ReviewItem, ReviewStag
 from curation.reviews import services
 from generation.models import CurationStatus, Flowgraph
 from tests.conftest import PASSWORD
-from tests.curation.factories import build_lineage
+from tests.curation.factories import build_lineage, draw_graphs
 from tests.curation.invariants import check_all
 
 FG, CG, CONV = ReviewStage.FLOWGRAPH, ReviewStage.CONVERSATION_GRAPH, ReviewStage.CONVERSATION
@@ -94,6 +94,7 @@ def test_queue_page_shows_no_count_that_reveals_a_verdict(disputed, annotator_a)
 def test_two_graphs_on_one_page_have_distinct_svg_ids(db, adjudicator, annotator_a, annotator_b):
     build_lineage(conversations=1)
     services.items_sync()
+    draw_graphs()  # the worker's drawings
     _review(annotator_a, CG, "accept")
     item = _review(annotator_b, CG, "reject")
     client = Client()

@@ -14,7 +14,7 @@ from django.urls import reverse
 from curation.models import Claim, ItemState, Review, ReviewItem, ReviewStage
 from curation.reviews import services
 from tests.conftest import PASSWORD
-from tests.curation.factories import build_lineage
+from tests.curation.factories import build_lineage, draw_graphs
 
 ROLES = ["annotator", "annotator_b", "adjudicator", "researcher", "admin", "outsider", None]
 
@@ -24,6 +24,7 @@ def world(personas):
     """A flowgraph item held by `annotator`, and a disputed procedure item."""
     lin = build_lineage(conversations=1)
     services.items_sync()
+    draw_graphs()  # the worker's drawings
     a, b = personas["annotator"], personas["annotator_b"]
     proc = services.review_claim_next(annotator=a, stage=ReviewStage.PROCEDURE)
     services.review_submit(annotator=a, item_id=proc.pk, verdict="accept")
@@ -212,6 +213,7 @@ def test_annotator_b_sees_no_verdict_of_a_before_submitting(client, world):
 def test_hostile_text_is_escaped_in_pages_and_svg(client, db, annotator_a):
     lin = build_lineage(conversations=1, hostile=True)
     services.items_sync()
+    draw_graphs()  # the worker's drawings
     client.login(username=annotator_a.username, password=PASSWORD)
     for stage in ("procedure", "flowgraph", "conversation"):
         resp = client.post(reverse("curation:claim_next", args=[stage]))
@@ -296,7 +298,7 @@ def test_review_page_reads_neither_graph_data_nor_groups_once_warm(client, world
     """The hot page: cached SVG from the row, roles from the session, no JSON graph to parse."""
     client.login(username=world["annotator"].username, password=PASSWORD)
     url = reverse("curation:review", args=[world["fg"].pk])
-    assert b"<svg" in client.get(url).content  # draws and stores the SVG, caches the roles
+    assert b"<svg" in client.get(url).content  # the worker's drawing; caches the roles
     with CaptureQueriesContext(connection) as ctx:
         page = client.get(url)
     assert page.status_code == 200 and b"<svg" in page.content
