@@ -32,7 +32,7 @@ def test_settings_page_is_for_the_projects_admins_and_audited(client, world):
     assert (world.b.reviews_per_item, world.b.claim_minutes, world.b.default_models) == (3, 5, {"flowgraph": "gpt-4o-mini"})
     event = AuditEvent._base_manager.get(action="settings")
     assert event.project_id == world.b.pk and event.actor == world.admin_b
-    assert event.before == {"reviews_per_item": 2, "claim_minutes": 30, "default_models": {}}
+    assert event.before == {"reviews_per_item": None, "claim_minutes": 30, "default_models": {}}  # unset: site default
     assert event.after == {"reviews_per_item": 3, "claim_minutes": 5, "default_models": {"flowgraph": "gpt-4o-mini"}}
     with use_project(world.a):
         assert not AuditEvent.objects.filter(action="settings").exists()  # not in Default's audit log
