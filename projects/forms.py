@@ -28,7 +28,9 @@ class SettingsForm(forms.Form):
     reviewed_stages = forms.MultipleChoiceField(
         choices=[(s, s.replace("_", " ")) for s in REVIEW_STAGES], required=False,
         widget=forms.CheckboxSelectMultiple, label="Stages reviewed",
-        help_text="Artifacts of an unchecked stage get no review item.")
+        help_text="Artifacts of an unchecked stage get no review item and count as accepted: a curated release "
+                  "takes a test when the reviewed stages above it accepted it (all tests, with no stage reviewed), "
+                  "and its dataset card says which stages were not reviewed. Automatic releases ignore reviews.")
     default_instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
                                            label="Default instructions for jobs")
     llm_base_url = forms.URLField(required=False, max_length=200, label="LLM endpoint (base URL)", assume_scheme="https",
