@@ -139,7 +139,7 @@ def forget_roles(user) -> None:
 def roles_context(request: HttpRequest) -> dict:
     roles = request_roles(request)
     return {
-        "user_roles": roles,
+        "user_roles": sorted(roles),  # one order whether the roles came from the database or the session
         "is_admin_role": ADMIN in roles,
         "is_annotator_role": bool(roles & {ANNOTATOR, ADMIN}),
         "is_adjudicator_role": bool(roles & {ADJUDICATOR, ADMIN}),

@@ -194,8 +194,9 @@ def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
 @role_required(ADMIN)
 @require_GET
 def llm_call(request: HttpRequest, job_id: int, call_id: int) -> HttpResponse:
-    call = get_object_or_404(LLMCall, pk=call_id, job_id=job_id)
-    return render(request, "generation/llm_call.html", {"call": call, "job": call.job})
+    job = get_object_or_404(GenerationJob, pk=job_id)  # the project's jobs only: a call is reached through its job
+    call = get_object_or_404(LLMCall, pk=call_id, job_id=job.pk)
+    return render(request, "generation/llm_call.html", {"call": call, "job": job})
 
 
 @role_required(ADMIN)

@@ -10,7 +10,9 @@ static files) run with no project set. See projects.context for the rule queries
 """
 from __future__ import annotations
 
+import contextvars
 import re
+from typing import Iterable, Iterator
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import get_script_prefix, set_script_prefix
@@ -26,6 +28,33 @@ def _not_found(request: HttpRequest) -> HttpResponse:
     from django.views import defaults
 
     return defaults.page_not_found(request, Http404("No such project"))
+
+
+def _iterate_in(ctx: contextvars.Context, content: Iterable[bytes]) -> Iterator[bytes]:
+    """Run each step of a streamed body inside `ctx`, the answering request's project context."""
+    it = iter(content)
+    try:
+        while True:
+            try:
+                chunk = ctx.run(next, it)
+            except StopIteration:
+                return
+            yield chunk
+    finally:
+        close = getattr(it, "close", None)
+        if close is not None:
+            ctx.run(close)
+
+
+def keep_project(response: HttpResponse, project) -> HttpResponse:
+    """A streamed response's rows are read after the view returned, when the middleware has already
+    reset the current project: without this, a streamed CSV queried every project's rows (found by
+    tests/projects/isolation). The body then runs in a copy of the context with `project` set."""
+    if getattr(response, "streaming", False) and not getattr(response, "is_async", False):
+        ctx = contextvars.copy_context()
+        ctx.run(context.set_current, project)
+        response.streaming_content = _iterate_in(ctx, response.streaming_content)
+    return response
 
 
 class ProjectPrefixMiddleware:
@@ -50,7 +79,7 @@ class ProjectPrefixMiddleware:
         set_script_prefix(f"{previous.rstrip('/')}/p/{project.slug}/")
         token = context.set_current(project)
         try:
-            return self.get_response(request)
+            return keep_project(self.get_response(request), project)
         finally:
             context.reset_current(token)
             set_script_prefix(previous)
@@ -126,6 +155,6 @@ class ProjectAccessMiddleware:
                     token = context.set_current(project)
         request.project = project
         try:
-            return self.get_response(request)
+            return keep_project(self.get_response(request), project)
         finally:
             context.reset_current(token)

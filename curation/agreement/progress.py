@@ -7,6 +7,7 @@ from typing import Any
 
 from curation.guidance.services import gold_accuracy
 from curation.models import ReviewMeta
+from projects.context import current_project_id
 
 # A claim left open over lunch is not time spent reviewing: longer spans count as this much.
 MAX_SECONDS = 30 * 60
@@ -15,7 +16,11 @@ MAX_SECONDS = 30 * 60
 def annotator_timing() -> list[dict[str, Any]]:
     """Per annotator: reviews timed (claim to verdict), median seconds per item, items per hour."""
     spans: dict[str, list[int]] = defaultdict(list)
-    for name, seconds in ReviewMeta.objects.filter(seconds__isnull=False).values_list(
+    metas = ReviewMeta.objects.filter(seconds__isnull=False)
+    project_id = current_project_id()
+    if project_id is not None:  # a meta is reached through its review's item (projects.context)
+        metas = metas.filter(review__item__project_id=project_id)
+    for name, seconds in metas.values_list(
             "review__annotator__username", "seconds"):
         spans[name].append(min(seconds, MAX_SECONDS))
     out = []
