@@ -84,6 +84,9 @@ def test_webhooks_have_their_own_queue(settings, celery_worker_factory):
         job = services.job_create(config={"paths": 2}, import_data=import_document(1))
         job = wait_job(job.pk, generation, 90)
         assert job.status == "succeeded"
+        # The event is recorded when the job's final transaction has committed, just after the status.
+        wait_for(lambda: Delivery.objects.exists(), timeout=30,
+                 message=f"the job.finished delivery to be recorded\n{generation.log()[-3000:]}")
         delivery = Delivery.objects.get()
         assert delivery.state == "pending" and delivery.attempts == 0  # queued where this worker does not look
         generation.stop()
