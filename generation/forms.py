@@ -12,6 +12,7 @@ from generation.stages import DEFAULT_TEMPERATURES
 
 LLM_STAGES = ("intents", "procedures", "apis", "flowgraph", "conversation_graph", "conversations")
 MAX_IMPORT_BYTES = 20 * 1024 * 1024
+INSTRUCTIONS_MAX = 4000
 
 
 class JobForm(forms.Form):
@@ -57,10 +58,20 @@ class JobForm(forms.Form):
     conversations = forms.ChoiceField(
         choices=[("offline", "Offline realisation"), ("llm", "LLM (prompt A.6)"),
                  ("procedure", "LLM from procedures (A.7 ablation)")], initial="offline")
+    instructions = forms.CharField(
+        required=False, max_length=INSTRUCTIONS_MAX, widget=forms.Textarea(attrs={"rows": 3}),
+        label="Extra instructions",
+        help_text="Appended to every LLM prompt of the job; prefilled with the project's default instructions.")
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         from generation.inputs import existing_choice_labels
+        from projects.context import current_project
+
+        project = current_project()  # its settings page's defaults prefill the form
+        own_models = (project.default_models or {}) if project is not None else {}
+        if project is not None and project.default_instructions:
+            self.fields["instructions"].initial = project.default_instructions[:INSTRUCTIONS_MAX]
 
         self.fields["existing"].choices = existing_choice_labels(self.fields["existing"].choices)
         from generation.llm.config import stage_model
@@ -69,6 +80,7 @@ class JobForm(forms.Form):
             # The project's default model for the stage (its settings page), else the site's.
             self.fields[f"model_{stage}"] = forms.CharField(
                 required=False, max_length=200, label=f"Model: {stage.replace('_', ' ')}",
+                initial=own_models.get(stage) or None,
                 widget=forms.TextInput(attrs={"placeholder": stage_model(stage)}))
             self.fields[f"temperature_{stage}"] = forms.FloatField(
                 required=False, min_value=0.0, max_value=TEMPERATURE_MAX,
@@ -131,6 +143,8 @@ class JobForm(forms.Form):
         config["temperatures"] = {s: d[f"temperature_{s}"] for s in LLM_STAGES
                                   if d.get(f"temperature_{s}") is not None}
         config["cache"] = bool(d.get("cache"))
+        if (d.get("instructions") or "").strip():
+            config["instructions"] = d["instructions"].strip()
         if d.get("api_chains"):
             config["api_chains"] = {"count": d["api_chains"], "length": d.get("chain_length") or 2}
             if d.get("chain_apis_file") is not None:

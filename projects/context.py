@@ -90,7 +90,7 @@ def default_project() -> "Project":
         _default_id = found.pk
         return found
     project, created = Project.objects.get_or_create(slug=DEFAULT_SLUG, defaults={
-        "name": "Default", "reviews_per_item": settings.REVIEWS_PER_ITEM, "claim_minutes": settings.CLAIM_MINUTES})
+        "name": "Default", "claim_minutes": settings.CLAIM_MINUTES})
     if created:
         # Created inside a transaction that may yet roll back: not remembered (the migration
         # creates Default, so this happens only on a database built without migrations).

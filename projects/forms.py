@@ -3,20 +3,34 @@ from __future__ import annotations
 
 from django import forms
 
-from projects.models import REVIEW_STAGES, ROLE_CHOICES, SLUG_RE, Project, validate_key_env
+from django.conf import settings
+
+from projects.models import (REVIEW_STAGES, ROLE_CHOICES, SLUG_RE, Project, site_reviews_needed,
+                             validate_key_env)
 
 MODEL_STAGES = ("intents", "procedures", "apis", "flowgraph", "conversation_graph", "conversations")
 
 
+def site_default_text() -> str:
+    """The site's review default in words: "2", or "2; conversation: 1" with REVIEWS_PER_STAGE."""
+    per_stage = getattr(settings, "REVIEWS_PER_STAGE", {}) or {}
+    extra = "; ".join(f"{s.replace('_', ' ')}: {n}" for s, n in sorted(per_stage.items()))
+    return f"{site_reviews_needed()}{'; ' + extra if extra else ''}"
+
+
 class SettingsForm(forms.Form):
     name = forms.CharField(max_length=200)
-    reviews_per_item = forms.IntegerField(min_value=1, max_value=10, label="Reviews required per item",
-                                          help_text="How many annotators review each item (overlap).")
+    reviews_per_item = forms.IntegerField(
+        min_value=1, max_value=10, required=False, label="Reviews required per item",
+        help_text="How many annotators review each item (overlap). A number here applies to every stage of "
+                  "this project and wins over the site's defaults; empty: the site's default ({site}).")
     claim_minutes = forms.IntegerField(min_value=1, max_value=24 * 60, label="Claim expiry (minutes)")
     reviewed_stages = forms.MultipleChoiceField(
         choices=[(s, s.replace("_", " ")) for s in REVIEW_STAGES], required=False,
         widget=forms.CheckboxSelectMultiple, label="Stages reviewed",
-        help_text="Artifacts of an unchecked stage get no review item.")
+        help_text="Artifacts of an unchecked stage get no review item and count as accepted: a curated release "
+                  "takes a test when the reviewed stages above it accepted it (all tests, with no stage reviewed), "
+                  "and its dataset card says which stages were not reviewed. Automatic releases ignore reviews.")
     default_instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
                                            label="Default instructions for jobs")
     llm_base_url = forms.URLField(required=False, max_length=200, label="LLM endpoint (base URL)", assume_scheme="https",
@@ -34,6 +48,9 @@ class SettingsForm(forms.Form):
                 "llm_key_env": project.llm_key_env,
                 **{f"model_{s}": (project.default_models or {}).get(s, "") for s in MODEL_STAGES}}
         super().__init__(*args, **kwargs)
+        field = self.fields["reviews_per_item"]
+        field.help_text = field.help_text.format(site=site_default_text())
+        field.widget.attrs["placeholder"] = str(site_reviews_needed())
         for stage in MODEL_STAGES:
             self.fields[f"model_{stage}"] = forms.CharField(
                 required=False, max_length=200, label=f"Default model: {stage.replace('_', ' ')}")

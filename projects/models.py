@@ -21,6 +21,12 @@ SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,48}$")
 ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 
 
+def site_reviews_needed(stage: str | None = None) -> int:
+    """The site-wide default (environment): REVIEWS_PER_STAGE[stage], else REVIEWS_PER_ITEM."""
+    per_stage = getattr(settings, "REVIEWS_PER_STAGE", {}) or {}
+    return int((per_stage.get(stage) if stage else None) or getattr(settings, "REVIEWS_PER_ITEM", 2) or 2)
+
+
 def all_review_stages() -> list[str]:
     return list(REVIEW_STAGES)
 
@@ -35,7 +41,9 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now)
     # --- settings (item 3) ---
-    reviews_per_item = models.PositiveSmallIntegerField(default=2)
+    # None: not set by the project's admins, the site's default applies (REVIEWS_PER_STAGE for the
+    # stage, else REVIEWS_PER_ITEM); a number set on the settings page wins over both.
+    reviews_per_item = models.PositiveSmallIntegerField(null=True, blank=True, default=None)
     claim_minutes = models.PositiveIntegerField(default=30)
     reviewed_stages = models.JSONField(default=all_review_stages, blank=True)
     # {"intents": "gpt-4o-mini", ...}: a stage missing here uses the site's LLM_MODEL_<STAGE>.
@@ -61,9 +69,11 @@ class Project(models.Model):
         return f"/p/{self.slug}/"
 
     def reviews_needed(self, stage: str) -> int:
-        """Reviews an item of `stage` needs: the site's per-stage override, else the project's."""
-        per_stage = getattr(settings, "REVIEWS_PER_STAGE", {}) or {}
-        return int(per_stage.get(stage) or self.reviews_per_item)
+        """Reviews an item of `stage` needs: the project's own setting when its admins set one,
+        else the site's default for the stage (REVIEWS_PER_STAGE), else REVIEWS_PER_ITEM."""
+        if self.reviews_per_item:
+            return int(self.reviews_per_item)
+        return site_reviews_needed(stage)
 
     def reviews_stage(self, stage: str) -> bool:
         return stage in (self.reviewed_stages or [])

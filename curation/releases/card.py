@@ -59,6 +59,18 @@ def release_manifest(release: Release, stats: dict) -> dict[str, Any]:
 
 # --- the dataset card ----------------------------------------------------------------------------
 
+
+def review_policy_line(release: Release) -> str:
+    """Which stages people reviewed in the release's project; the others counted as accepted."""
+    project = release.project
+    reviewed = [s for s in ReviewStage.values if project.reviews_stage(s)]
+    skipped = [s for s in ReviewStage.values if s not in reviewed]
+    names = lambda stages: ", ".join(s.replace("_", " ") for s in stages) or "none"  # noqa: E731
+    line = f"- Reviewed stages: {names(reviewed)}"
+    if skipped:
+        line += f"; not reviewed in this project, so accepted by policy: {names(skipped)}"
+    return line
+
 FUNNEL_COLUMNS = [
     ("Intents", Stage.INTENTS), ("Proc.", Stage.PROCEDURES), ("Proc. w/ APIs", Stage.APIS),
     ("Flowgraphs", Stage.FLOWGRAPH), ("Conv. Graphs", Stage.CONVERSATION_GRAPH),
@@ -135,6 +147,7 @@ def release_card(release: Release, stats: dict) -> str:
         f"{release.get_kind_display()} release created {release.created_at:%Y-%m-%d %H:%M} UTC"
         + (f" by {release.created_by.get_username()}" if release.created_by else "") + ".", "",
         f"- Project: {release.project.name} (`{release.project.slug}`)",
+        review_policy_line(release),
         f"- Licence: {release.licence}",
         f"- Content hash (sha256): `{release.content_hash}`",
         f"- Filters: `{json.dumps(release.filters, sort_keys=True)}`",

@@ -89,13 +89,37 @@ def clean_filters(filters: dict[str, Any] | None) -> dict[str, list]:
     return out
 
 
+def reviewed_stages() -> list[str]:
+    """The stages the current project reviews (its settings page), top down."""
+    from projects.context import project_or_default
+
+    project = project_or_default()
+    return [s for s in STAGE_LOOKUPS if project.reviews_stage(s)]
+
+
+def curated_tests():
+    """The tests a curated release takes: those of accepted conversations. A stage the project does
+    not review has no items and counts as accepted by policy: without conversation review, a test
+    is taken when the nearest reviewed stage above it accepted its artifact (every test, when the
+    project reviews nothing), unless a rejection or a withholding above excluded it."""
+    reviewed = reviewed_stages()
+    if ReviewStage.CONVERSATION in reviewed:
+        # The lineage cascade marks tests below a rejection as excluded.
+        return Test.objects.filter(status=CurationStatus.ACCEPTED)
+    qs = Test.objects.exclude(status__in=(CurationStatus.REJECTED, CurationStatus.EXCLUDED))
+    if reviewed:
+        qs = qs.filter(**{STAGE_LOOKUPS[reviewed[-1]]: CurationStatus.ACCEPTED})
+    return qs
+
+
 def tests_for(kind: str, filters: dict[str, list]):
     """The live tests a release of `kind` with `filters` would freeze."""
     if kind == ReleaseKind.CURATED:
-        # Accepted tests; the lineage cascade marks tests below a rejection as excluded.
-        qs = Test.objects.filter(status=CurationStatus.ACCEPTED)
+        qs = curated_tests()
+        reviewed = reviewed_stages()
         for stage in filters.get("stages", []):
-            qs = qs.filter(**{STAGE_LOOKUPS[stage]: CurationStatus.ACCEPTED})
+            if stage in reviewed:  # a stage the project does not review counts as accepted
+                qs = qs.filter(**{STAGE_LOOKUPS[stage]: CurationStatus.ACCEPTED})
     elif kind == ReleaseKind.AUTOMATIC:
         # Everything that survived the automatic filters (discarded items never became rows),
         # whatever people later said about it: the paper's auto-ALMITA.

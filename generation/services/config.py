@@ -98,6 +98,11 @@ def job_config_normalise(config: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(cfg.get("batch", False), bool):
         raise JobConfigError("batch must be true or false")
     cfg["batch"] = cfg.get("batch", False)
+    instructions = cfg.pop("instructions", "") or ""
+    if not isinstance(instructions, str) or len(instructions) > 4000:
+        raise JobConfigError("instructions must be a text of at most 4000 characters")
+    if instructions.strip():  # extra instructions appended to every LLM prompt (the project's default)
+        cfg["instructions"] = instructions.strip()
     # The paper's configuration (bench/generation_economy.py): repeated walks kept, no repair turns.
     if not isinstance(cfg.get("dedup", True), bool):
         raise JobConfigError("dedup must be true or false")

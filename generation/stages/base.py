@@ -191,6 +191,10 @@ class Context:
             from generation.feedback import feedback_version, with_feedback
             messages = with_feedback(messages, self.config["feedback"]["text"])
             version = feedback_version(version, self.config)
+        if self.config.get("instructions"):  # the job's extra instructions (the project's default)
+            from generation.feedback import with_feedback
+            messages = with_feedback(messages, f"Additional instructions:\n{self.config['instructions']}")
+            version = f"{version}+instructions"
         return messages, version
 
     def _ask(self, stage: str, template_id: str, key: str, messages: list[dict], json_mode: bool,
