@@ -189,7 +189,9 @@ def review_page_extras(item: ReviewItem, ctx: dict[str, Any], own_review: Review
 
     return {
         "human_codes": human_codes(item.stage),
-        "flaggable": bool(ctx.get("turns")) or any(g.get("flaggable") and g.get("svg") for g in ctx.get("graphs", [])),
+        # A drawing still being made by the worker is flaggable too: it arrives while the page is open.
+        "flaggable": bool(ctx.get("turns")) or any(g.get("flaggable") and (g.get("svg") or g.get("pending"))
+                                                   for g in ctx.get("graphs", [])),
         "own_flags": list(own_review.flags.all()) if own_review is not None else [],
         # Drawn on the graph and turns of the read-only page, as annotator 1's marks.
         "own_marks": combined([own_review], ["you"])["marks"] if own_review is not None else {},

@@ -18,11 +18,16 @@
   var marksEl = document.getElementById("flag-marks");
   if (marksEl) {
     var marks = JSON.parse(marksEl.textContent || "{}");
-    Object.keys(marks).forEach(function (kind) {
-      Object.keys(marks[kind]).forEach(function (target) {
-        elementsFor(kind, target).forEach(function (el) { el.classList.add("flag-" + marks[kind][target]); });
+    var applyMarks = function () {
+      Object.keys(marks).forEach(function (kind) {
+        Object.keys(marks[kind]).forEach(function (target) {
+          elementsFor(kind, target).forEach(function (el) { el.classList.add("flag-" + marks[kind][target]); });
+        });
       });
-    });
+    };
+    applyMarks();
+    // A drawing the worker made after the page loaded (drawing_poll.js) gets the marks too.
+    document.addEventListener("drawing:ready", applyMarks);
     document.querySelectorAll("tr[data-flag-kind]").forEach(function (tr) {
       tr.addEventListener("click", function () {
         G.select({ kind: tr.getAttribute("data-flag-kind"), target: tr.getAttribute("data-flag-target") });
@@ -100,6 +105,7 @@
     if (reasonText && opt) reasonText.textContent = opt.getAttribute("data-text") || "";
   });
   document.getElementById("flag-add").addEventListener("click", add);
+  document.addEventListener("drawing:ready", render);  // a late drawing shows the flags already added
   comment.addEventListener("keydown", function (ev) { if (ev.key === "Enter") { ev.preventDefault(); add(); } });
   reason.addEventListener("keydown", function (ev) { if (ev.key === "Enter") { ev.preventDefault(); add(); } });
 

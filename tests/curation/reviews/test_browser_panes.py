@@ -14,6 +14,13 @@ from tests.curation.factories import build_lineage
 from tests.curation.reviews.test_browser import CHROMIUM, browser  # noqa: F401  (fixture)
 from tests.curation.reviews.test_browser_scale import login, shot
 
+
+@pytest.fixture(autouse=True)
+def _worker_draws(drawing_worker):
+    """Pages show the worker's drawings (they never draw in a request): a stand-in worker makes
+    each queued drawing shortly after the page answered, and the page swaps it in."""
+    return drawing_worker
+
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium missing")]
 
 WIDTHS = [(1280, 800), (1920, 1080)]

@@ -15,6 +15,13 @@ from tests.conftest import PASSWORD
 from tests.curation.factories import build_lineage
 from tests.curation.reviews.test_browser import CHROMIUM, browser  # noqa: F401  (fixture)
 
+
+@pytest.fixture(autouse=True)
+def _worker_draws(drawing_worker):
+    """Pages show the worker's drawings (they never draw in a request): a stand-in worker makes
+    each queued drawing shortly after the page answered, and the page swaps it in."""
+    return drawing_worker
+
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium missing")]
 
 SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
@@ -43,6 +50,10 @@ def open_next(page, live_server, stage: str):
     page.wait_for_selector("#review-form")
     # The form is parsed before the page's scripts run: keys pressed earlier do nothing.
     page.wait_for_selector('html[data-review-keys="ready"]', state="attached")
+    # Graphs come from the worker (the stand-in draws them half a second after the page answered).
+    page.wait_for_function("!document.querySelector('.drawing-pending')", timeout=15000)
+    page.wait_for_function("Array.from(document.querySelectorAll('figure.graph svg')).every("
+                           "s => s.closest('figure').hasAttribute('data-zoom'))", timeout=15000)
 
 
 def test_flowgraph_zoom_fit_highlight_and_flags(browser, live_server, annotator_a):  # noqa: F811
