@@ -335,6 +335,8 @@ def main() -> None:
     parser.add_argument("--only", choices=["release", "analytics"], default="",
                         help="time only the automatic release or only analytics (page from stored figures, "
                              "first view after a change, CSV, the worker's recompute)")
+    parser.add_argument("--keep-db", action="store_true",
+                        help="leave the last size's database in place (to EXPLAIN against its data)")
     args = parser.parse_args()
     if args.release_only:
         args.only = "release"
@@ -351,7 +353,10 @@ def main() -> None:
         try:
             results[n] = measure(n, args.repeat, args.only, args.projects)
         finally:
-            connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
+            if args.keep_db and n == sizes[-1]:
+                print(f"kept database {connection.settings_dict['NAME']}", flush=True)
+            else:
+                connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
     ops = list(results[sizes[0]])
     release_ops = {n: next((op for op in results[n] if op.startswith("release")), "") for n in sizes}
     head = f"{'operation':38}" + "".join(f"{f'{n} med':>12}{f'{n} p95':>12}" for n in sizes) + f"{'growth':>9}"

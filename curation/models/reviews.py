@@ -79,6 +79,10 @@ class ReviewItem(models.Model):
             # the index instead of sorting a whole group by id.
             models.Index(fields=["stage", "state", "excluded", "-has_warnings", "-review_count", "id"],
                          name="reviewitem_queue_order"),
+            # The same led by the project (#30): with ten projects Postgres walked the other nine
+            # projects' open items of the stage before reaching the current one's.
+            models.Index(fields=["project", "stage", "state", "excluded", "-has_warnings", "-review_count", "id"],
+                         name="reviewitem_project_queue"),
         ]
 
     def __str__(self) -> str:

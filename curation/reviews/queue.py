@@ -41,12 +41,15 @@ def _ts(value: datetime):
 
 def _in_project(alias: str, params: list) -> str:
     """" AND <alias>.project_id = %s" in the current project (issue #30), "" with none set.
-    The unary plus keeps SQLite from trading the queue index for the project column's."""
+    On SQLite a unary plus keeps it from trading the queue index for the project column's; on
+    Postgres the plus would hide the column from reviewitem_project_queue, and its plan walked
+    the other projects' open items of the stage through reviewitem_queue_order first."""
     pid = current_project_id()
     if pid is None:
         return ""
     params.append(pid)
-    return f" AND +{alias}.project_id = %s"
+    plus = "+" if connection.vendor == "sqlite" else ""
+    return f" AND {plus}{alias}.project_id = %s"
 
 
 def _first(rows):

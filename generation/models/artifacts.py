@@ -197,6 +197,9 @@ class Test(Artifact):
 
     class Meta(Artifact.Meta):
         ordering = ["conversation_id", "position"]
+        # A project's tests in id order (the API list, #30): by project_id alone Postgres walked
+        # every project's tests by primary key (10 projects: 60 ms for a page, 10 ms with this).
+        indexes = [models.Index(fields=["project", "id"], name="test_project_id_order")]
         constraints = Artifact.Meta.constraints + [
             models.UniqueConstraint(fields=["job", "fingerprint"], condition=Q(job__isnull=False) & ~Q(fingerprint=""),
                                     name="test_unique_job_fingerprint"),
