@@ -4,11 +4,9 @@ them gets their assigned items before anything else, and no item ever has more h
 claims and holding assignments, each annotator once) than the places it has left."""
 from __future__ import annotations
 
-import threading
 from collections import defaultdict
 
 import pytest
-from django.db import connections
 from django.utils import timezone
 
 from almita_web.roles import ADJUDICATOR, ANNOTATOR
@@ -16,6 +14,7 @@ from curation.models import Assignment, Review, ReviewItem, ReviewStage
 from curation.models.assignments import holding_q
 from curation.reviews import assignment, services
 from tests.conftest import make_user
+from tests.curation.reviews.watched import run_watched
 
 FG = ReviewStage.FLOWGRAPH
 
@@ -51,40 +50,17 @@ def test_parallel_claims_with_assignments():
     assignment.assign(actor=boss, item_ids=group_b, mode="even", annotators=["carol"])
     taken: dict[str, list[int]] = {n: [] for n in users}
     errors: list[str] = []
-    overfull: list[list[int]] = []
-    done = threading.Event()
-    start = threading.Barrier(len(users) + 1)
 
     def annotate(name: str) -> None:
         user = users[name]
         try:
-            start.wait()
             while (item := services.review_claim_next(annotator=user, stage=FG)) is not None:
                 taken[name].append(item.pk)
                 services.review_submit(annotator=user, item_id=item.pk, verdict="accept", reason_codes=[])
         except Exception as exc:  # noqa: BLE001 - reported below with the thread's user
             errors.append(f"{name}: {exc!r}")
-        finally:
-            connections.close_all()
 
-    def monitor() -> None:
-        try:
-            start.wait()
-            while not done.is_set():
-                if bad := overfull_items():
-                    overfull.append(bad)
-                done.wait(0.02)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=annotate, args=(n,)) for n in users]
-    watcher = threading.Thread(target=monitor)
-    for t in threads + [watcher]:
-        t.start()
-    for t in threads:
-        t.join(300)
-    done.set()
-    watcher.join(30)
+    overfull = run_watched([lambda n=n: annotate(n) for n in users], overfull_items)
 
     assert not errors, errors
     assert not overfull, f"items with more holders than places: {overfull[:3]}"

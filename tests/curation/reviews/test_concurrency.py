@@ -6,11 +6,10 @@ a monitor thread and afterwards from the audit log), no verdict is lost or dupli
 from __future__ import annotations
 
 import random
-import threading
 from collections import Counter
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
@@ -18,6 +17,7 @@ from almita_web.roles import ANNOTATOR
 from curation.models import AuditEvent, Claim, ItemState, Review, ReviewItem, ReviewStage
 from curation.reviews import services
 from tests.conftest import make_user
+from tests.curation.reviews.watched import run_watched
 
 ITEMS = 500
 ANNOTATORS = 8
@@ -41,14 +41,10 @@ def test_parallel_claims_and_verdicts():
     )
     submitted: dict[int, list[tuple[int, str]]] = {u.pk: [] for u in users}
     errors: list[str] = []
-    overclaims: list[list[int]] = []
-    done = threading.Event()
-    start = threading.Barrier(ANNOTATORS + 1)
 
     def annotate(user) -> None:
         rng = random.Random(user.pk)
         try:
-            start.wait()
             while True:
                 item = services.review_claim_next(annotator=user, stage=ReviewStage.FLOWGRAPH)
                 if item is None:
@@ -59,28 +55,8 @@ def test_parallel_claims_and_verdicts():
                 submitted[user.pk].append((item.pk, verdict))
         except Exception as exc:  # noqa: BLE001 - reported below with the thread's user
             errors.append(f"{user.username}: {exc!r}")
-        finally:
-            connections.close_all()
 
-    def monitor() -> None:
-        try:
-            start.wait()
-            while not done.is_set():
-                bad = overclaimed_items()
-                if bad:
-                    overclaims.append(bad)
-                done.wait(0.02)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=annotate, args=(u,)) for u in users]
-    watcher = threading.Thread(target=monitor)
-    for t in threads + [watcher]:
-        t.start()
-    for t in threads:
-        t.join(300)
-    done.set()
-    watcher.join(30)
+    overclaims = run_watched([lambda u=u: annotate(u) for u in users], overclaimed_items)
 
     assert not errors, errors
     assert not overclaims, f"over-claimed items seen: {overclaims[:3]}"
