@@ -1,7 +1,7 @@
 """The Hugging Face tests.jsonl: one flat row per test, its line stored when the release is frozen.
 
 ``hf_row`` is the reference rendering (a whole decoded row → the flat HF columns). Rebuilding every
-row through it cost ~35 µs a row (12–25k rows/s), so each ReleaseTest stores its HF line in
+row through it cost ~35 µs a row (12–25k rows/s, under bench/export.py's floor of 50,000 rows/s), so each ReleaseTest stores its HF line in
 ``hf_line``, written by release_freeze from the same pieces it writes the JSON row and CSV record
 from (migration 0014 filled the rows frozen before). Like the CSV record, a slim row's stored line
 lacks the six procedure values (intent_id … apis), and its context when the row names it by its
