@@ -40,14 +40,46 @@ class Parsed:
         self.graph = graph
 
 
-def _report_from_known(release: Release, known: dict[int, list[Finding]]) -> dict[str, Any] | None:
+class LineageAudit:
+    """The audit of live conversations as the freeze reads them (issue #29: an automatic release
+    judges each conversation once, inside the freeze, instead of reading the selection twice).
+    generation.services.audit.audit_tests is the plain implementation it must agree with (tested)."""
+
+    def __init__(self) -> None:
+        self.specs: dict[int, list] = {}
+        self.graphs: dict[int, Any] = {}
+        self.found: dict[int, list[Finding]] = {}  # by conversation id: release_audit's ``known``
+        self.pairs: list[tuple[int, int]] = []  # (conversation, position) of every kept test
+        self.left_out = 0
+
+    def conversation(self, cid: int, procedure_id: int, apis: list[dict], graph_row: Any, node_ids: Any,
+                     messages: Any) -> list[Finding]:
+        """The findings of one conversation (``apis``: its procedure's API dicts; ``graph_row``: its
+        ConversationGraph, or None without a path), kept by conversation id."""
+        specs = self.specs.get(procedure_id)
+        if specs is None:
+            specs = self.specs[procedure_id] = specs_from_rows(apis)
+        graph = None
+        if graph_row is not None:
+            graph = self.graphs.get(graph_row.pk)
+            if graph is None:
+                graph = self.graphs[graph_row.pk] = graph_from_json(graph_row.data)
+        found = self.found[cid] = audit_conversation(messages or [], specs, graph, node_ids)
+        return found
+
+
+def _report_from_known(release: Release, known: dict[int, list[Finding]],
+                       pairs: Any = None) -> dict[str, Any] | None:
     """The report from findings already made, when they cover every frozen conversation: the frozen
-    tests' (conversation, position) pairs are all it needs, not the records' text."""
+    tests' (conversation, position) pairs are all it needs, not the records' text (``pairs``: those
+    the freeze kept, in its order; else read from the frozen rows)."""
     per_test: list[list] = []
     shown: list[dict[str, Any]] = []
     conversations: set[int] = set()
-    pairs = release.entries.order_by("conversation_id", "position").values_list("conversation_id", "position")
-    for conversation_id, position in pairs.iterator(chunk_size=5000):
+    if pairs is None:
+        pairs = release.entries.order_by("conversation_id", "position").values_list(
+            "conversation_id", "position").iterator(chunk_size=5000)
+    for conversation_id, position in pairs:
         found = known.get(conversation_id)
         if found is None:
             return None
@@ -67,13 +99,14 @@ def _report_from_known(release: Release, known: dict[int, list[Finding]]) -> dic
     return report
 
 
-def release_audit(release: Release, known: dict[int, list[Finding]] | None = None) -> dict[str, Any]:
+def release_audit(release: Release, known: dict[int, list[Finding]] | None = None,
+                  pairs: Any = None) -> dict[str, Any]:
     """The report of ``release``. ``known``: findings by conversation id already computed from the
     same rows in the same transaction (an automatic release audits its selection before freezing
     it); those conversations are not audited twice. Without it (``manage.py audit_release``, curated
     releases) everything is read from the frozen records alone; a test checks both agree."""
     if known:
-        report = _report_from_known(release, known)
+        report = _report_from_known(release, known, pairs)
         if report is not None:
             return report
     specs: dict[str, list] = {}

@@ -36,6 +36,7 @@ from generation.imports import (
     procedure_record,
 )
 from generation.models import Api, Conversation, ConversationGraph, Flowgraph, Procedure, SampledPath
+from generation.pipeline.audit import findings_for_test
 from generation.pipeline.extract import format_api_call
 
 CHUNK = 500  # conversations per hash batch (release_verify reads records back per batch)
@@ -66,17 +67,22 @@ def _lineage(tests_qs) -> dict[str, Any]:
     return {"paths": paths, "graphs": graphs, "flowgraphs": flowgraphs, "procs": procs, "apis": apis}
 
 
-def freeze(release: Release, tests_qs, digest) -> dict[str, Any]:
-    """Write the release's ReleaseTest (format 2) and ReleaseRecord rows; return the manifest's statistics."""
+def freeze(release: Release, tests_qs, digest, auditor: Any = None) -> dict[str, Any]:
+    """Write the release's ReleaseTest (format 2) and ReleaseRecord rows; return the manifest's statistics.
+
+    ``auditor`` (curation.releases.audit.LineageAudit, an automatic release): each conversation is
+    audited as it is read and the tests its findings fail are left out (counted in
+    ``auditor.left_out``); a conversation left without tests is not frozen at all."""
     lin = _lineage(tests_qs)
     writer = Writer()
     try:
-        return _freeze(release, tests_qs, digest, lin, writer)
+        return _freeze(release, tests_qs, digest, lin, writer, auditor)
     finally:
         writer.thread and writer.thread.join()  # never leave a write running on the connection
 
 
-def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Writer) -> dict[str, Any]:
+def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Writer,
+            auditor: Any) -> dict[str, Any]:
     procs, paths, graphs, flowgraphs, apis = lin["procs"], lin["paths"], lin["graphs"], lin["flowgraphs"], lin["apis"]
     tests_out = writer.table(ReleaseTest, ["release_id", "test_id", "conversation_id", "position", "procedure_id",
                                            "context_len", "data", "csv_line", "hf_line"])
@@ -105,9 +111,22 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
     for cid, group in groupby(test_rows, key=lambda r: r[1]):
         c_pk, pid, path_id, noise_raw, mode, conv_job, messages = next(conv_rows)
         assert c_pk == cid, (c_pk, cid)  # both streams are ordered by conversation id
-        noise_list = list(_json(noise_raw) or [])
         proc, path = procs[pid], paths.get(path_id)
         cg = graphs[path.conversation_graph_id] if path is not None else None
+        # The messages' items are decoded once: for their ends (contexts stored as a length), the
+        # conversation record and the audit.
+        items, prefixes = _scan_items(messages)
+        if auditor is not None:
+            found = auditor.conversation(cid, pid, apis[pid], cg, path.node_ids if path else None,
+                                         _json(messages) if items is None else items)
+            group = list(group)
+            kept = [t for t in group if not findings_for_test(found, t[2])] if found else group
+            auditor.left_out += len(group) - len(kept)
+            if not kept:
+                continue
+            group = kept
+            auditor.pairs += [(cid, t[2]) for t in kept]
+        noise_list = list(_json(noise_raw) or [])
         lineage = [("intent", proc.intent, intent_record),
                    ("procedure", proc, lambda o: {**procedure_record(o, []), "apis": apis[o.pk]})]
         if path is not None:
@@ -138,9 +157,7 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
         # joins them: anything else fails here, as it did in format 1), so none can hold one.
         ctx = _Context()
         n_tests = 0
-        # A context that is the first k messages of the conversation is stored as k alone. The
-        # messages' items are decoded once, for their ends here and for the conversation record.
-        items, prefixes = _scan_items(messages)
+        # A context that is the first k messages of the conversation is stored as k alone.
         head_exp = "{" + after_exp[1:]
         for t_pk, _cid, position, context_raw, etype, etext, ename, eparams_raw, action, t_job in group:
             k = context_len(messages, prefixes, context_raw) if context_raw.__class__ is str else None
@@ -207,7 +224,7 @@ def _freeze(release: Release, tests_qs, digest, lin: dict[str, Any], writer: Wri
         counts[kind + "s"] = len(ids)
     counts["procedures_with_apis"] = sum(1 for pid in seen["procedure"] if apis.get(pid))
     # Not in the manifest: what the card's coverage section reads (graphs by id, node paths per graph).
-    coverage = ([graphs[pk] for pk in sorted(graphs)], graph_paths)
+    coverage = ([graphs[pk] for pk in sorted(graphs) if pk in seen["conversation_graph"]], graph_paths)
     return {"counts": dict(counts), "noise": dict(noise), "expected_types": dict(expected_types),
             "jobs": sorted(jobs), "coverage": coverage}
 

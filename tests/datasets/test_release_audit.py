@@ -130,3 +130,62 @@ def test_the_release_page_shows_the_audit_panel_to_researchers_only(client, impo
     assert "Let me subgoal" in page and "<script" not in page.split('id="release-audit"')[1].split("</section>")[0]
     listing = client.get("/datasets/").content.decode()  # the release's card in the list
     assert f"audit: {release.audit['failed']} of {release.audit['tests']} tests fail" in listing
+
+
+def _spoil_everywhere(conv: Conversation) -> None:
+    """Every assistant turn and API call of ``conv`` fails the audit: so does each of its tests."""
+    msgs = [dict(m) for m in conv.messages]
+    for m in msgs:
+        if m["role"] == "assistant":
+            m["content"] = "Subgoal: tell the customer."
+        elif m["role"] == "api":
+            m["content"] = "track_parcel(tracking_number='until')"
+    Conversation.objects.filter(pk=conv.pk).update(messages=msgs)
+
+
+@pytest.mark.django_db
+def test_the_freeze_audit_leaves_out_exactly_what_the_plain_audit_fails(imported, researcher):
+    """Issue #29: the automatic release audits inside the freeze. generation.services.audit's
+    audit_tests (the plain reading of the live rows) is the independent check: the frozen tests are
+    all minus its failures, and freezing the survivors without the audit (a curated release of
+    exactly them) gives the same content hash, counts and card sections."""
+    from generation.services.audit import audit_tests
+
+    convs = sorted(Conversation.objects.all(), key=lambda c: c.pk)
+    assert len(convs) >= 3
+    _corrupt("speech")
+    graph = convs[0].path.conversation_graph
+    for conv in Conversation.objects.filter(path__conversation_graph=graph):
+        _spoil_everywhere(conv)  # a graph left with no test: no records, no coverage of it either
+    failing = audit_tests(Test.objects.all())
+    assert Test.objects.filter(conversation=convs[0]).count() > 0
+    assert set(Test.objects.filter(conversation=convs[0]).values_list("pk", flat=True)) <= set(failing)
+    auto = release_create(name="auto", kind=ReleaseKind.AUTOMATIC, filters={}, created_by=researcher)
+    frozen = set(auto.entries.values_list("test_id", flat=True))
+    assert frozen == set(Test.objects.values_list("pk", flat=True)) - set(failing)
+    assert auto.audit["left_out"] == len(failing) and auto.audit["failed"] == 0
+    assert not auto.records.filter(kind="conversation", object_id=convs[0].pk).exists()
+    assert not auto.records.filter(kind="conversation_graph", object_id=graph.pk).exists()
+    assert auto.records.filter(kind="conversation_graph").exists()
+
+    Conversation.objects.update(status="accepted")
+    Test.objects.update(status="accepted")
+    Test.objects.filter(pk__in=list(failing)).update(status="rejected")
+    plain = release_create(name="plain", kind=ReleaseKind.CURATED, filters={}, created_by=researcher)
+    assert plain.content_hash == auto.content_hash
+    assert plain.manifest["counts"] == auto.manifest["counts"]
+    sections = {part.split("\n", 1)[0]: part for part in auto.card.split("\n## ")}
+    for title in ("Coverage of the conversation graphs", "Noise kinds"):
+        assert sections[title] in plain.card
+
+
+@pytest.mark.django_db
+def test_an_automatic_release_whose_every_test_fails_is_refused_and_leaves_nothing(imported, researcher):
+    from curation.models import Release
+    from curation.releases.services import ReleaseError
+
+    for conv in Conversation.objects.all():
+        _spoil_everywhere(conv)
+    with pytest.raises(ReleaseError, match=rf"all {Test.objects.count()} selected tests fail"):
+        release_create(name="none", kind=ReleaseKind.AUTOMATIC, filters={}, created_by=researcher)
+    assert not Release.objects.exists()
