@@ -27,11 +27,8 @@ def _enter_project(task_id=None, task=None, **_kwargs) -> None:
     pk = getattr(task.request, HEADER, None) if task is not None else None
     if pk is None or task_id is None:
         return
-    from projects.models import Project
-
-    project = Project.objects.filter(pk=pk).first()
-    if project is not None:
-        _tokens[task_id] = context.set_current(project)
+    # Fetched when the task first reads it (context.ProjectById says why not here).
+    _tokens[task_id] = context.set_current(context.ProjectById(int(pk)))
 
 
 @signals.task_postrun.connect
@@ -39,6 +36,11 @@ def _leave_project(task_id=None, **_kwargs) -> None:
     token = _tokens.pop(task_id, None)
     if token is not None:
         context.reset_current(token)
+
+
+# (model label, row id) -> project id. A job's, run's or webhook's project never changes, and every
+# item task of a job asked for it: one query saved per task (issue #29's generation overhead).
+_OWNERS: dict[tuple[str, int], int] = {}
 
 
 def in_project_of(model_label: str, arg: str, through: str = "project_id"):
@@ -57,15 +59,22 @@ def in_project_of(model_label: str, arg: str, through: str = "project_id"):
             from django.apps import apps
 
             pk = signature.bind(*args, **kwargs).arguments[arg]
-            model = apps.get_model(model_label)
-            pid = model._base_manager.filter(pk=pk).values_list(through, flat=True).first()
-            if pid is None:  # gone (or unscoped): the task's own lookup decides
-                return fn(*args, **kwargs)
-            sent_from = context.current_project_id()
-            if sent_from is not None and sent_from != pid:
+            pid = _OWNERS.get((model_label, pk))
+            if pid is None:
+                model = apps.get_model(model_label)
+                pid = model._base_manager.filter(pk=pk).values_list(through, flat=True).first()
+                if pid is None:  # gone (or unscoped): the task's own lookup decides
+                    return fn(*args, **kwargs)
+                if len(_OWNERS) > 10_000:
+                    _OWNERS.clear()
+                _OWNERS[(model_label, pk)] = pid
+            current = context.current_project_id()
+            if current is not None and current != pid:
                 logging.getLogger(__name__).warning("%s: %s %s is not in project %s; refused",
-                                                    fn.__name__, model_label, pk, sent_from)
+                                                    fn.__name__, model_label, pk, current)
                 return None
+            if current is not None:  # the sender's header set it (read fresh when the task asks)
+                return fn(*args, **kwargs)
             with context.use_project(pid):
                 return fn(*args, **kwargs)
 
