@@ -38,11 +38,6 @@ def _leave_project(task_id=None, **_kwargs) -> None:
         context.reset_current(token)
 
 
-# (model label, row id) -> project id. A job's, run's or webhook's project never changes, and every
-# item task of a job asked for it: one query saved per task (issue #29's generation overhead).
-_OWNERS: dict[tuple[str, int], int] = {}
-
-
 def in_project_of(model_label: str, arg: str, through: str = "project_id"):
     """Task decorator: run in the project of the row whose id is the task's `arg` (a job, a run,
     a delivery through its webhook). A message sent from another project than the row's is refused
@@ -59,15 +54,10 @@ def in_project_of(model_label: str, arg: str, through: str = "project_id"):
             from django.apps import apps
 
             pk = signature.bind(*args, **kwargs).arguments[arg]
-            pid = _OWNERS.get((model_label, pk))
-            if pid is None:
-                model = apps.get_model(model_label)
-                pid = model._base_manager.filter(pk=pk).values_list(through, flat=True).first()
-                if pid is None:  # gone (or unscoped): the task's own lookup decides
-                    return fn(*args, **kwargs)
-                if len(_OWNERS) > 10_000:
-                    _OWNERS.clear()
-                _OWNERS[(model_label, pk)] = pid
+            model = apps.get_model(model_label)
+            pid = model._base_manager.filter(pk=pk).values_list(through, flat=True).first()
+            if pid is None:  # gone (or unscoped): the task's own lookup decides
+                return fn(*args, **kwargs)
             current = context.current_project_id()
             if current is not None and current != pid:
                 logging.getLogger(__name__).warning("%s: %s %s is not in project %s; refused",

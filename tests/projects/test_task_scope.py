@@ -61,10 +61,10 @@ def test_in_project_of_refuses_another_projects_row_and_runs_its_own_in_it(world
     with context.use_project(world.a.pk):  # a header naming A: refused, nothing done
         assert task(job_b.pk) is None
     assert seen == ["shipping"]
-    with context.use_project(world.b.pk):  # asked again from B: the remembered owner, no query
+    with context.use_project(world.b.pk):  # a header naming B: the row's owner, then B's row
         with CaptureQueriesContext(connection) as queries:
             assert task(job_b.pk) == "ran"
-        assert len(queries) == 1  # the project row, read when the task asked for it
+        assert len(queries) == 2  # the job's project id, and the project row when the task asked
     assert seen == ["shipping", "shipping"]
 
 
