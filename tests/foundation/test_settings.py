@@ -60,7 +60,21 @@ def test_database_url_postgres():
     assert db["ENGINE"] == "django.db.backends.postgresql"
     assert db["CONN_HEALTH_CHECKS"] is True and db["CONN_MAX_AGE"] > 0
     assert (db["USER"], db["PASSWORD"], db["HOST"], db["PORT"], db["NAME"]) == ("alice", "s@cret", "db.local", "6543", "almita")
-    assert db["OPTIONS"] == {"sslmode": "require"}
+    assert db["OPTIONS"] == {"sslmode": "require", "options": "-c jit=off"}
+    own = database_from_url("postgres://h/almita?options=-c%20statement_timeout%3D5000", Path("/"))
+    assert own["OPTIONS"] == {"options": "-c statement_timeout=5000"}  # the URL's own wins
+
+
+def test_postgres_sessions_run_without_jit(db):
+    """The suite's own connection, when it is PostgreSQL, has JIT off (issue #29: compiling a plan
+    whose stale estimate passed jit_above_cost cost the progress page 139 ms)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only")
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "off"
 
 
 @pytest.mark.parametrize("url,fragment", [("mysql://x/y", "unsupported scheme"), ("postgres://host:5432/", "names no database"), ("sqlite://", "no database file")])
