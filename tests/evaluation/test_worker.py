@@ -30,7 +30,13 @@ def test_evaluate_wait_through_the_worker_gives_the_hand_computed_metrics(celery
         assert run.status == RunStatus.SUCCEEDED, run.error
         m = run.metrics["metrics"]
         assert {k: (v["numerator"], v["denominator"]) for k, v in m.items()} == EXPECTED
-        assert fake.request_count == 10 and fake.peak_in_flight <= 2
+        # Each test is asked once; a further request is only ever a retry the client recorded (a
+        # transient failure under load: this run once saw 11 requests on a loaded machine).
+        from generation.models import LLMCall, LLMOutcome
+
+        retried = LLMCall.objects.filter(outcome=LLMOutcome.RETRIED).count()
+        assert fake.request_count == 10 + retried, (fake.request_count, retried, worker.log()[-3000:])
+        assert fake.peak_in_flight <= 2
         assert run.results.count() == 10
         assert "Conversation correctness" in out and "1/4" in out and "3/10" in out  # exact comparison: t5 is wrong
         # Re-judging through the worker: one lane scores the stored answers, the agent is not asked.
