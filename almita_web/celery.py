@@ -13,10 +13,10 @@ app.autodiscover_tasks()
 
 # Database connections in the worker follow Django's own CONN_MAX_AGE and CONN_HEALTH_CHECKS, as
 # in the web server, instead of Celery's Django fixup closing every connection before and after
-# each task (a huge reuse count turns that off; the handlers below apply Django's rule). Measured
-# with bench/generation.py --part overhead on SQLite: opening and closing the thread's connection
-# for every task took about a fifth of the worker's CPU, and the LLM stage at C 16 was
-# 1.29-1.42 x ideal (floor 1.25).
+# each task (a huge reuse count turns that off; the handlers below apply Django's rule). A py-spy
+# profile of bench/generation.py --part overhead (SQLite, C 16) put opening and closing the
+# thread's connection at about a fifth of the worker's CPU; in the interleaved runs that followed
+# the change, the LLM stage's ratio moved within the bench's noise.
 app.conf["CELERY_DB_REUSE_MAX"] = 2**62
 app.autodiscover_tasks(["generation"], related_name="heartbeat")
 

@@ -38,10 +38,11 @@ if TYPE_CHECKING:
 class ProjectById:
     """A project named by id and fetched on first use (a task's header, ``use_project(id)``).
 
-    The worker's Django fixup closes the thread's database connection before every task; a query
-    in task_prerun opened one that was closed at once and opened again by the task. Asking for
-    the row only when the task reads it keeps one connection per task, as before projects: without
-    it the generation bench's LLM stage was 1.36-1.55 x ideal at C 16 (floor 1.25) against 1.15-1.22."""
+    Read in task_prerun, the row's query opened a database connection before the worker's Django
+    fixup closed it, so every task connected twice: py-spy put that prerun query at 4 of the
+    worker's 65 CPU-seconds in bench/generation.py --part overhead (C 16, 768 calls). Read when
+    the task asks, it shares the task's one connection.
+    """
 
     __slots__ = ("pk", "_row")
 

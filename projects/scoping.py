@@ -22,8 +22,8 @@ class InProject(Exact):
 
     Without statistics SQLite's planner rates ``project_id = ?`` as selective as ``job_id = ?``
     and took the project column's index for a job's rows (the partial (job, key) unique indexes
-    do not qualify), walking every row of the project: with it the generation bench's LLM stage at
-    C 16 was 1.29-1.37 x ideal (floor 1.25; 1.15-1.24 before projects). A unary plus keeps the
+    do not qualify), walking every row of the project (EXPLAIN QUERY PLAN: ``USING INDEX
+    test_project_id_order (project_id=?)`` for a job's duplicate-test check). A unary plus keeps the
     term out of index choice, as the queue's hand-written SQL does. PostgreSQL plans by its
     statistics and needs the column for the project-leading indexes: plain equality there."""
 
