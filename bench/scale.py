@@ -7,9 +7,9 @@ For each size (default 500, 5,000 and 50,000 review items, spread over the four 
 them reviewed twice by 8 annotators, one in ten of those in disagreement) it times, in process
 (Django's full handler for pages, the service for actions): claim-next in every stage (one open
 item in ten assigned to someone, issue #30), claim-next of an annotator's assigned items, assigning
-and releasing 1,000 items, the queue,
-progress, adjudication and agreement pages, the home pages, the audit log and analytics, the verdict CSV (a streamed download: timed to its
-last byte, and separately to its first chunk; its rows/s printed), and one adjudication (resolve
+and releasing 1,000 items, the queue, progress, adjudication and agreement pages, the home pages,
+the audit log and analytics, the verdict CSV (a streamed download: timed to its last byte, and
+separately to its first chunk; its rows/s printed), and one adjudication (resolve
 with its cascade). Prints median and p95 per operation and size, and the growth factor from the
 smallest to the largest size. Targets at 50,000: every page and action ≤ 200 ms p95, claim-next
 ≤ 15 ms. On PostgreSQL the tables are ANALYZEd after the bulk load (as autovacuum soon would).
@@ -120,11 +120,8 @@ def measure(n: int, repeat: int, only: str = "", projects: int = 1) -> dict[str,
         with use_project(space):
             artifacts = build_artifacts(n_tests)
             load(n, annotators, artifacts, offset=k * n)  # items without an artifact: ids unique per project
-    # The loader's rows stay in this process (the timed ops read them); a web process holds none of
-    # them. Left to the collector, a full collection walked them in whichever request it fell on
-    # (one 195-218 ms spike in 20 of an API list at 50,000 items), so they are frozen out of it.
+    # The loader's rows (kept for the timed ops; no web process holds them) out of full collections (195-218 ms spikes).
     import gc
-
     gc.collect()
     gc.freeze()
     target = spaces[-1]

@@ -209,8 +209,9 @@ def _warm_llm_client() -> None:
     from generation.llm.providers import client_for
 
     try:
-        if endpoint_base_url():
-            client_for(endpoint_base_url(), endpoint_api_key(), settings.OPENAI_TIMEOUT)
+        base_url = endpoint_base_url()
+        if base_url:
+            client_for(base_url, endpoint_api_key(), settings.OPENAI_TIMEOUT)
     except Exception as exc:  # noqa: BLE001 - the first call builds it (and reports what is wrong)
         logger.warning("LLM client not built at start: %s", type(exc).__name__)
 
