@@ -61,7 +61,11 @@ LONG_CALL = ("find_order_by_email(order_id=852709381726551726351999,email='custo
 def open_item(page, live_server, item):
     page.goto(f"{live_server.url}/curation/items/{item.pk}/")
     page.wait_for_selector('html[data-review-keys="ready"]', state="attached")
-    page.wait_for_selector("figure.graph.primary[data-font-px]", state="attached")
+    # Every pane's drawing comes from the worker (the stand-in draws each one half a second after
+    # the page answered, in its own thread): wait until none is pending and every figure is set up.
+    page.wait_for_function("!document.querySelector('.drawing-pending')", timeout=15000)
+    page.wait_for_function("Array.from(document.querySelectorAll('figure.graph')).every("
+                           "f => f.hasAttribute('data-font-px'))", timeout=15000)
 
 
 def claim(item, user):
