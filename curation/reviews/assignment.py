@@ -225,22 +225,20 @@ def release(*, actor, item_ids: Sequence[int], annotators: Sequence[str] = (), s
         user_ids = list(found.values())
     now = timezone.now()
     released: dict[int, list[str]] = defaultdict(list)
-    pks: list[int] = []
+    count = 0
     for chunk in _chunks([i.pk for i in items]):
         qs = Assignment.objects.filter(item_id__in=chunk, active=True)
         if user_ids is not None:
             qs = qs.filter(annotator_id__in=user_ids)
-        for pk, item_id, name in qs.values_list("pk", "item_id", "annotator__username"):
+        for item_id, name in qs.values_list("item_id", "annotator__username"):
             released[item_id].append(name)
-            pks.append(pk)
-    for chunk in _chunks(pks):
-        Assignment.objects.filter(pk__in=chunk).update(active=False, released_at=now)
-    by_pk = {i.pk: i for i in items}
+        # The same rows: the items' locks keep any assignment on them from starting or ending meanwhile.
+        count += qs.update(active=False, released_at=now)
     AuditEvent.objects.bulk_create(
-        [AuditEvent(actor=actor, action=AuditEvent.Action.RELEASE, item=by_pk[item_id], at=now,
+        [AuditEvent(actor=actor, action=AuditEvent.Action.RELEASE, item_id=item_id, at=now,
                     before={"assigned": sorted(names)}, after={"released": sorted(names)})
          for item_id, names in released.items()], batch_size=1000)
-    return {"items": len(released), "released": len(pks)}
+    return {"items": len(released), "released": count}
 
 
 def release_beyond(item: ReviewItem, actor, now) -> int:

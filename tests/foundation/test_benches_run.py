@@ -40,9 +40,23 @@ def test_the_generation_overhead_bench_runs_a_job_through_a_real_worker():
 
 @pytest.mark.slow
 def test_the_scale_bench_times_an_automatic_release_of_every_test():
-    out = _bench("bench/scale.py", "--sizes", "500", "--release-only")
+    out = _bench("bench/scale.py", "--sizes", "500", "--only", "release")
     found = re.search(r"release automatic \((\d+) tests\) at 500 items: (\d+) queries", out)
     assert found and int(found.group(1)) == 800, out
+
+
+@pytest.mark.slow
+def test_the_scale_bench_times_every_page_and_action_once():
+    out = _bench("bench/scale.py", "--sizes", "500", "--repeat", "2")
+    rows = re.findall(r"^(\S.*?)\s+[\d.]+\s+[\d.]+\s+[\d.]+×$", out, re.M)
+    assert len(rows) == len(set(rows)), rows  # one row per operation
+    # Assigning and unassigning are two actions (two requests), each timed alone.
+    for op in (r"assign \d+ items", r"unassign \d+ items", "queue page", r"review page \(conversation\)",
+               "release automatic", "claim-next conversation"):
+        assert any(re.fullmatch(op, row) for row in rows), (op, rows)
+    met = re.search(r"every page and action ≤ 200 ms p95: (\d+)/(\d+) met", out)
+    judged = [r for r in rows if r != "release automatic" and "(worker)" not in r]  # those have their own floors
+    assert met and int(met.group(2)) == len(judged), out
 
 
 @pytest.mark.slow
