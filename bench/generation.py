@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.generation_common import THREADS, Worker, fault_handler, setup  # noqa: E402
+from bench.generation_common import THREADS, Worker, fault_handler, setup, start_workers  # noqa: E402
 
 YIELD_JOB = {"intents": 10, "procedures_per_intent": 2, "paths": 2, "conversations": "llm", "seed": 3,
              "cache": False}
@@ -99,8 +99,8 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], proces
             settings.OPENAI_BASE_URL = fake.base_url
             # LLM_MAX_CONCURRENCY bounds the requests in flight across every process (a shared limiter).
             env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "bench-key", "LLM_MAX_CONCURRENCY": str(cap)}
-            workers = [Worker(var_dir, env, threads, profile=str(var_dir / f"prof-c{cap}-w{i}") if profile else None)
-                       for i in range(processes)]
+            workers = start_workers(processes, lambda i: Worker(
+                var_dir, env, threads, profile=str(var_dir / f"prof-c{cap}-w{i}") if profile else None))
             worker = workers[0]
             try:
                 cpu0 = sum(w.cpu() for w in workers)

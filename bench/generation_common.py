@@ -59,6 +59,7 @@ class Worker:
         deadline = time.monotonic() + 60
         while not WorkerHeartbeat.objects.filter(nonce__in=nonces, pid=self.proc.pid).exists():
             if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.stop()  # a worker left behind would poll its broker folder for good
                 raise SystemExit(f"the worker did not start; see {self.log_path}")
             if len(nonces) < 2 or WorkerHeartbeat.objects.filter(nonce=nonces[-1]).exists():
                 nonces.append(heartbeat_send())
@@ -81,7 +82,24 @@ class Worker:
 
     def stop(self) -> None:
         self.proc.terminate()
-        self.proc.wait(20)
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start_workers(count: int, make) -> list[Worker]:
+    """`count` workers from `make(i)`; when one does not start, the ones started are stopped too."""
+    workers: list[Worker] = []
+    try:
+        for i in range(count):
+            workers.append(make(i))
+    except BaseException:
+        for w in workers:
+            w.stop()
+        raise
+    return workers
 
 
 def fault_handler(inner, rate: float, seed: int):

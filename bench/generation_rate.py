@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.generation_common import Worker
+from bench.generation_common import Worker, start_workers
 
 
 def rate_part(var_dir: Path, per_minute: float, processes: list[int], n: int, latency: float,
@@ -33,7 +33,7 @@ def rate_part(var_dir: Path, per_minute: float, processes: list[int], n: int, la
             settings.OPENAI_BASE_URL = fake.base_url
             env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "bench-key", "LLM_MAX_CONCURRENCY": str(cap),
                    "LLM_MAX_RETRIES": "8"}
-            workers = [Worker(var_dir, env, threads) for _ in range(count)]
+            workers = start_workers(count, lambda _: Worker(var_dir, env, threads))
             try:
                 job = services.job_create(config={"paths": 2, "conversations": "llm", "sampler": "random",
                                                   "seed": 7 + count, "cache": False},

@@ -64,3 +64,28 @@ def test_the_export_bench_streams_every_path_from_a_database():
     out = _bench("bench/export.py", "--db", "2000")
     for path in ("HF tests.jsonl (slim rows)", "JSONL download (whole rows)", "CSV download (whole rows)"):
         assert re.search(re.escape(path) + r"\s+2,000 rows", out), out
+
+
+def test_workers_started_before_one_that_fails_are_stopped():
+    # A bench worker left running polls its broker folder for good (six were found slowing later runs).
+    sys.path.insert(0, str(REPO))
+    from bench.generation_common import start_workers
+
+    stopped: list[int] = []
+
+    class Started:
+        def __init__(self, i):
+            self.i = i
+
+        def stop(self):
+            stopped.append(self.i)
+
+    def make(i):
+        if i == 2:
+            raise SystemExit("the worker did not start")
+        return Started(i)
+
+    with pytest.raises(SystemExit):
+        start_workers(3, make)
+    assert stopped == [0, 1]
+    assert [w.i for w in start_workers(2, Started)] == [0, 1] and stopped == [0, 1]
