@@ -26,14 +26,14 @@ Target: the release of 80,000 tests ≤ 4 s.
 
 times analytics alone (issue #31): the page from the figures the worker stored, its first view
 after a curation change (an adjudication reversed), analytics.csv, and the worker's recompute of
-the whole table. On a tree before the worker computed them it times that tree's page (cached, and
-recomputed on the first view after a change), for a before/after on the same machine.
+the whole table.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import statistics
+from functools import partial
 import sys
 import tempfile
 import time
@@ -198,8 +198,9 @@ def _timed_ops(n, repeat, only, annotators, boss, fresh, artifacts, n_tests, pre
     batch = [pk for pk in open_ids if pk not in set(mine)][1::10][:1000]
 
     # Two actions (two requests in the explorer), each timed alone: 1,000 items to 3 annotators, evenly.
-    give = lambda: assignment.assign(actor=boss, item_ids=batch, mode="even", annotators=[a.username for a in annotators[:3]])  # noqa: E731
-    take = lambda: assignment.release(actor=boss, item_ids=batch)  # noqa: E731
+    give = partial(assignment.assign, actor=boss, item_ids=batch, mode="even",
+                   annotators=[a.username for a in annotators[:3]])
+    take = partial(assignment.release, actor=boss, item_ids=batch)
     timed(f"assign {len(batch):,} items", give, after=take)
     timed(f"unassign {len(batch):,} items", take, before=give)
     class Checked(Client):  # every timed page must answer 200, or the figure means nothing
@@ -257,15 +258,11 @@ def _timed_ops(n, repeat, only, annotators, boss, fresh, artifacts, n_tests, pre
 
 def analytics_runs(times: dict[str, list[float]], client, boss, repeat: int) -> None:
     """The analytics page from its stored figures, its first view after a curation change, the CSV,
-    and (issue #31) the worker's recompute of the whole table. Run on a tree without
-    curation.agreement.precompute, it times what that tree does (the page computing on a miss)."""
+    and (issue #31) the worker's recompute of the whole table."""
+    from curation.agreement import precompute
     from curation.models import ReviewStage
     from curation.reviews import services
 
-    try:
-        from curation.agreement import precompute
-    except ImportError:  # the tree before the worker computed the figures
-        precompute = None
     url = "/curation/analytics/"
 
     def page():
@@ -273,12 +270,11 @@ def analytics_runs(times: dict[str, list[float]], client, boss, repeat: int) -> 
         assert resp.status_code == 200 and b'id="analytics-table"' in resp.content, resp.status_code
         return resp
 
-    if precompute is not None:  # what the worker does, timed; then the page has figures to show
-        for _ in range(3):
-            start = time.perf_counter()
-            precompute.recompute()
-            times.setdefault("analytics recompute (worker)", []).append((time.perf_counter() - start) * 1000)
-    page()  # warm-up (fills the cache on the tree before)
+    for _ in range(3):  # what the worker does, timed; then the page has figures to show
+        start = time.perf_counter()
+        precompute.recompute()
+        times.setdefault("analytics recompute (worker)", []).append((time.perf_counter() - start) * 1000)
+    page()  # warm-up
     for _ in range(repeat):
         start = time.perf_counter()
         page()
@@ -298,8 +294,7 @@ def analytics_runs(times: dict[str, list[float]], client, boss, repeat: int) -> 
         body = page().content
         times.setdefault("analytics first view after a change", []).append((time.perf_counter() - start) * 1000)
         stale += b"Recomputing" in body
-    if precompute is not None:
-        assert stale, "the page did not say its figures were stale"
+    assert stale, "the page did not say its figures were stale"
 
 
 def release_runs(times: dict[str, list[float]], boss, n_tests: int) -> None:
