@@ -131,7 +131,10 @@ def run_conversations(ctx: Context, key: str, index: int, parent: str) -> ItemRe
         fields = {"procedure_id": procedure.pk, "path_id": None, "mode": Conversation.Mode.PROCEDURE,
                   "noise_kinds": []}
     else:
-        path = SampledPath.objects.select_related("conversation_graph__flowgraph").get(pk=int(parent))
+        # The drawings (svg) and the flowgraph's own graph are large text columns this item never reads.
+        path = (SampledPath.objects.select_related("conversation_graph__flowgraph")
+                .only("id", "index", "node_ids", "conversation_graph__data", "conversation_graph__flowgraph__procedure_id")
+                .get(pk=int(parent)))
         cg = path.conversation_graph
         g = graph_from_json(cg.data)
         procedure_id = cg.flowgraph.procedure_id
