@@ -91,7 +91,10 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], proces
     from tests.fake_openai import FakeOpenAI, Reply
     from tests.generation.scripts import conversation_for, import_document
 
+    from bench.review_http_run import reference_loop_ms
+
     results = {}
+    speed = [reference_loop_ms()]
     for cap in caps:
         threads = (THREADS(cap) + processes - 1) // processes
         with FakeOpenAI(lambda body, i: Reply(content=conversation_for(body)), latency=latency,
@@ -133,7 +136,10 @@ def overhead_part(var_dir: Path, n: int, latency: float, caps: list[int], proces
     print(f"overhead at a fast endpoint (latency {latency:.2f} s; N={n} asked; "
           f"broker {settings.CELERY_BROKER_URL.split(':', 1)[0]}; "
           f"database {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]})")
+    speed.append(reference_loop_ms())
     print(f"worker processes: {processes} (threads split between them; LLM_MAX_CONCURRENCY shared by them)")
+    print(f"machine speed: reference loop {speed[0]:.1f} ms before, {speed[1]:.1f} ms after "
+          "(bench/review_http_run.py's; lower is faster: a slower machine raises every ratio)")
     print(f"{'C':>4} {'calls':>6} {'ideal s':>8} {'LLM stage ÷ ideal':>18} {'whole job ÷ ideal':>18} {'peak':>5} "
           f"{'worker CPU ms/item':>19} {'bench+fake CPU ms/item':>23}")
     for cap, r in results.items():
