@@ -35,7 +35,8 @@ def test_evaluate_wait_through_the_worker_gives_the_hand_computed_metrics(celery
         from generation.models import LLMCall, LLMOutcome
 
         retried = LLMCall.objects.filter(outcome=LLMOutcome.RETRIED).count()
-        assert fake.request_count == 10 + retried, (fake.request_count, retried, worker.log()[-3000:])
+        calls = list(LLMCall.objects.order_by("id").values_list("key", "attempt", "outcome"))
+        assert fake.request_count == 10 + retried, (fake.request_count, calls, worker.log()[-3000:])
         assert fake.peak_in_flight <= 2
         assert run.results.count() == 10
         assert "Conversation correctness" in out and "1/4" in out and "3/10" in out  # exact comparison: t5 is wrong
