@@ -133,7 +133,8 @@ def run_conversations(ctx: Context, key: str, index: int, parent: str) -> ItemRe
     else:
         # The drawings (svg) and the flowgraph's own graph are large text columns this item never reads.
         path = (SampledPath.objects.select_related("conversation_graph__flowgraph")
-                .only("id", "index", "node_ids", "conversation_graph__data", "conversation_graph__flowgraph__procedure_id")
+                .only("id", "index", "node_ids", "conversation_graph__data",
+                      "conversation_graph__flowgraph__procedure_id")
                 .get(pk=int(parent)))
         cg = path.conversation_graph
         g = graph_from_json(cg.data)
