@@ -36,9 +36,9 @@ from generation.pipeline.render import (
     GraphvizMissing,
     dot_to_svg,
     message_svg,
-    scope_svg_ids,
     size_guard,
 )
+from generation.pipeline.svg_ids import scope_svg_ids
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from django.db import models, transaction
 from django.utils.html import escape
 
 from generation.pipeline.formats import GraphFormatError, graph_from_json
-from generation.pipeline.render import GraphTooLarge, GraphvizMissing, message_svg, to_svg_readable
+from generation.pipeline.render import GraphTooLarge, GraphvizMissing, message_svg, to_svg_readable, to_svgs_readable
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +41,7 @@ def graph_drawing(data: Any) -> tuple[str, str]:
     """(svg, error) for a graph stored as graph_to_json data."""
     try:
         g = graph_from_json(data)
-        svg, rankdir = to_svg_readable(g)
-        names = escape(json.dumps([str(n) for n in g.nodes]))
-        return svg.replace("<svg", f'<svg data-layout="{rankdir}" data-nodes="{names}"', 1), ""
+        return _marked(g, *to_svg_readable(g)), ""
     except GraphTooLarge as exc:  # stored as the drawing (marked drawn): the message, not a retry
         return message_svg(str(exc)).replace("<svg", '<svg data-layout="TB" data-nodes="[]"', 1), ""
     except GraphvizMissing as exc:
@@ -52,6 +50,23 @@ def graph_drawing(data: Any) -> tuple[str, str]:
         return "", f"The stored graph could not be read: {exc}"
     except Exception as exc:  # noqa: BLE001 - dot failed: show the reason, keep the page usable
         return "", f"The graph could not be drawn: {exc}"
+
+
+def _marked(g: Any, svg: str, rankdir: str) -> str:
+    names = escape(json.dumps([str(n) for n in g.nodes]))
+    return svg.replace("<svg", f'<svg data-layout="{rankdir}" data-nodes="{names}"', 1)
+
+
+def graph_drawings(datas: list[Any]) -> list[tuple[str, str]]:
+    """graph_drawing of each graph, drawn by one `dot` process (render.dots_to_svgs says why);
+    when that process fails, each graph is drawn on its own, so one bad graph costs only itself."""
+    if len(datas) > 1:
+        try:
+            graphs = [graph_from_json(d) for d in datas]
+            return [(_marked(g, svg, rankdir), "") for g, (svg, rankdir) in zip(graphs, to_svgs_readable(graphs))]
+        except Exception:  # noqa: BLE001 - unreadable, too large or undrawable: graph_drawing says which
+            pass
+    return [graph_drawing(d) for d in datas]
 
 
 def drawing_store(row: models.Model) -> tuple[str, str]:
@@ -69,9 +84,11 @@ def graphs_draw(label: str, ids: list[int]) -> int:
     if label not in GRAPH_MODELS:
         raise ValueError(f"not a graph model: {label!r}")
     model = apps.get_model(label)
+    rows = [row for row in model.objects.filter(pk__in=ids).only("pk", "data", "svg") if not is_drawn(row.svg)]
     drawn = 0
-    for row in model.objects.filter(pk__in=ids).only("pk", "data", "svg"):
-        if not is_drawn(row.svg) and not drawing_store(row)[1]:
+    for row, (svg, error) in zip(rows, graph_drawings([row.data for row in rows])):
+        if not error:
+            model.objects.filter(pk=row.pk).update(svg=svg)
             drawn += 1
     return drawn
 

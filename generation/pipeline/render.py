@@ -185,25 +185,57 @@ def to_svg_readable(g: nx.DiGraph, highlight_path: list[Any] | None = None,
     a few pixels a letter, and left-to-right folds it into the pane's width instead. Both layouts
     are drawn rather than guessed from rank counts: labels of different lengths make any estimate
     wrong (the worker draws stored graphs, generation.drawings)."""
-    tb = to_svg(g, highlight_path=highlight_path)
-    if g.number_of_nodes() < 3:
-        return tb, "TB"
-    lr = to_svg(g, highlight_path=highlight_path, rankdir="LR")
-    if fit_scale(svg_size(lr), pane) > fit_scale(svg_size(tb), pane) * 1.05:
-        return lr, "LR"
-    return tb, "TB"
+    return to_svgs_readable([g], highlight_path, pane)[0]
+
+
+def to_svgs_readable(graphs: list[nx.DiGraph], highlight_path: list[Any] | None = None,
+                     pane: tuple[float, float] = PANE) -> list[tuple[str, str]]:
+    """to_svg_readable of each graph, every layout drawn by one `dot` process (dots_to_svgs)."""
+    dots = []
+    for g in graphs:
+        size_guard(g.number_of_nodes(), g.number_of_edges())
+        dots.append(to_dot(g, highlight_path))
+        if g.number_of_nodes() >= 3:
+            dots.append(to_dot(g, highlight_path, rankdir="LR"))
+    svgs = iter(dots_to_svgs(dots, draw_timeout() * len(dots)))
+    out = []
+    for g in graphs:
+        tb = next(svgs)
+        lr = next(svgs) if g.number_of_nodes() >= 3 else None
+        if lr is not None and fit_scale(svg_size(lr), pane) > fit_scale(svg_size(tb), pane) * 1.05:
+            out.append((lr, "LR"))
+        else:
+            out.append((tb, "TB"))
+    return out
 
 
 def dot_to_svg(dot: str, timeout: float | None = None) -> str:
     """SVG markup (from ``<svg`` on) of DOT text, drawn by Graphviz's ``dot`` through the
     ``graphviz`` package, killed after `timeout` seconds (default: draw_timeout()). The worker
     draws graphs ahead of time (generation.drawings, generation.drawing_cache)."""
+    return dots_to_svgs([dot], timeout)[0]
+
+
+_PAGE_GROUP = re.compile(r'<g id="page\d+,\d+_graph0"')
+
+
+def dots_to_svgs(dots: list[str], timeout: float | None = None) -> list[str]:
+    """The SVG markup of each DOT graph, in order, all drawn by one ``dot`` process.
+
+    Starting ``dot`` costs about 12 ms of CPU here, and a review-sized graph's layout about 1 ms,
+    so a graph drawn in both directions by a process each spent ~26 ms; one process for both, or
+    for a whole import's graphs, spends a start-up once (bench/generation.py --part overhead: the
+    worker's drawings share two cores with its LLM stage). ``dot`` writes one SVG document per
+    graph it reads; labels are escaped in them, so ``</svg>`` ends exactly one document each.
+    """
+    if not dots:
+        return []
     limit = draw_timeout() if timeout is None else timeout
     try:
         # graphviz.pipe has no timeout: its command and runner, with subprocess.run's timeout.
-        proc = execute.run_check(dot_command.command("dot", "svg"), input=dot.encode("utf-8"),
+        proc = execute.run_check(dot_command.command("dot", "svg"), input="\n".join(dots).encode("utf-8"),
                                  capture_output=True, quiet=True, timeout=limit)
-        svg = proc.stdout.decode("utf-8")
+        out = proc.stdout.decode("utf-8")
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"dot took longer than {limit:g} s and was stopped (ALMITA_DRAW_TIMEOUT)") from None
     except graphviz.ExecutableNotFound:
@@ -211,8 +243,14 @@ def dot_to_svg(dot: str, timeout: float | None = None) -> str:
                               "Install it (Debian/Ubuntu: apt-get install graphviz) to render SVG.") from None
     except graphviz.CalledProcessError as exc:
         raise RuntimeError(f"dot failed: {str(exc.stderr or exc)[:500]}") from None
-    start = svg.find("<svg")
-    return svg[start:] if start >= 0 else svg
+    svgs = []
+    for part in out.split("</svg>")[:-1]:
+        start = part.find("<svg")
+        # After its first graph, dot names each top group "page0,1_graph0": the name it has alone.
+        svgs.append(_PAGE_GROUP.sub('<g id="graph0"', part[start:] if start >= 0 else part, 1) + "</svg>")
+    if len(svgs) != len(dots):
+        raise RuntimeError(f"dot drew {len(svgs)} of {len(dots)} graphs")
+    return svgs
 
 
 # --------------------------------------------------------------------------- Mermaid
@@ -335,42 +373,3 @@ def to_outline(g: nx.DiGraph) -> str:
         if g.out_degree(n) == 0:
             lines.append("   - The conversation ends here.")
     return "\n".join(lines) + "\n"
-
-
-def scope_svg_ids(svg: str, prefix: str) -> str:
-    r"""Prefix every element id of a Graphviz SVG (and each reference to one) with `prefix`.
-
-    Graphviz numbers its elements node1, edge1, … in every drawing, so two graphs inlined in one
-    page would share ids. Callers pass a prefix naming the drawing ("fg12-").
-
-    The rule is the regular expression ``(\bid="|\bhref="#|xlink:href="#|url\(#)([^")]+)`` with
-    the prefix put before the second group (tests compare the two on random text), applied with
-    ``str.find`` instead: that expression has no fixed first character, so it stepped through
-    every character of the drawing (0.39 ms for a review page's graph; this, ~0.03 ms).
-    """
-    starts = []
-    for literal, boundary in (('id="', True), ('href="#', True), ("url(#", False)):
-        at = svg.find(literal)
-        while at >= 0:
-            if not boundary or at == 0 or not _is_word(svg[at - 1]):
-                starts.append((at, at + len(literal)))
-            at = svg.find(literal, at + 1)
-    if not starts:
-        return svg
-    starts.sort()
-    out, done, resume = [], 0, 0
-    for at, value in starts:
-        if at < resume:
-            continue  # inside the previous match's value, where the expression does not look
-        end = min((i for i in (svg.find('"', value), svg.find(")", value)) if i >= 0), default=len(svg))
-        if end == value:
-            continue  # an empty value: no match
-        out += [svg[done:value], prefix]
-        done, resume = value, end
-    out.append(svg[done:])
-    return "".join(out)
-
-
-def _is_word(ch: str) -> bool:
-    """Whether `ch` is a word character for the regular expression's ``\\b`` (str patterns)."""
-    return ch.isalnum() or ch == "_"

@@ -1,4 +1,4 @@
-"""generation.pipeline.render.scope_svg_ids: the same result as its regular expression, found faster."""
+"""generation.pipeline.svg_ids.scope_svg_ids: the same result as its regular expression, found faster."""
 import re
 import shutil
 
@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generation.pipeline.formats import parse_graph_text
-from generation.pipeline.render import scope_svg_ids, to_svg
+from generation.pipeline.render import to_svg
+from generation.pipeline.svg_ids import scope_svg_ids
 from tests.curation.factories import FLOWGRAPH_TEXT
 
 # The rule, as the regular expression the function replaced.
