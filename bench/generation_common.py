@@ -71,7 +71,10 @@ class Worker:
             job.refresh_from_db()
             if job.is_terminal:
                 return job
-            if self.proc.poll() is not None or time.monotonic() > deadline:
+            if self.proc.poll() is not None:  # -11 was a segfault (seen under --profile's cProfile)
+                raise SystemExit(f"the worker exited with code {self.proc.returncode} while job {job.pk} "
+                                 f"was {job.status}; see {self.log_path}")
+            if time.monotonic() > deadline:
                 raise SystemExit(f"job {job.pk} stuck in {job.status}; see {self.log_path}")
             time.sleep(0.02)
 
