@@ -139,8 +139,23 @@ def ctrl_c_under_load(proc: subprocess.Popen, port: int, log_path: Path) -> tupl
         try:
             proc.wait(30)
         except subprocess.TimeoutExpired:
+            left = alive(descendants(proc.pid) | started_processes | {proc.pid})
+            states = []
+            for pid in sorted(left):  # what each process left was doing (state, kernel wait channel)
+                try:
+                    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                    wchan = Path(f"/proc/{pid}/wchan").read_text()
+                except OSError:
+                    continue
+                states.append(f"{pid} {state} {wchan} {' '.join(command_lines({pid}))[:200]}")
             os.killpg(proc.pid, signal.SIGKILL)
-            raise
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            pytest.fail("no exit 30 s after Ctrl-C; processes left:\n" + "\n".join(states)
+                        + "\n--- log:\n" + log_path.read_text(errors="replace")[-3000:])
         stopped_after = time.monotonic() - started
     finally:
         load.stop()
