@@ -78,6 +78,30 @@ def owner_scoped_manager(lookup: str) -> ProjectManager:
     return cls()
 
 
+def rows_to_write(model) -> models.QuerySet:
+    """`model`'s rows in the current project, for an UPDATE or DELETE whose conditions on the row
+    must hold when it is written (a compare-and-set: state, active, read_at, expiry…).
+
+    Filtering `model.objects` (scoped through its owner: a JOIN) makes Django write
+    ``UPDATE t … WHERE t.id IN (SELECT U0.id FROM t U0 JOIN owner … WHERE U0.state = …)``, and
+    PostgreSQL (READ COMMITTED) re-checks only the outer WHERE after waiting for another
+    transaction's row lock, never the sub-select: the compare-and-set succeeds twice. Here the
+    project rule is an EXISTS on the owner's row (an owner never changes project), and
+    the row's own conditions the caller adds stay in the statement's own WHERE, re-checked
+    against the row as the other transaction left it. tests/sql_guard.py fails a test that writes
+    the unsafe shape. Outside any project: every row, as `model.objects` is."""
+    qs = model._base_manager.all()
+    pid = current_project_id()
+    lookup = getattr(model._default_manager, "scope_lookup", None)
+    if pid is None or lookup is None:
+        return qs
+    fk, _, rest = lookup.partition("__")
+    if not rest:  # the model's own project column: no join to avoid
+        return qs.filter(**{f"{fk}__inproject": pid})
+    owner = model._meta.get_field(fk).related_model
+    return qs.filter(models.Exists(owner._base_manager.filter(pk=models.OuterRef(fk), **{rest: pid})))
+
+
 def project_field() -> models.ForeignKey:
     return models.ForeignKey("projects.Project", on_delete=models.PROTECT, related_name="+",
                              default=project_for_new_row)

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from projects.scoping import rows_to_write
 from webhooks import crypto
 from webhooks.models import EVENT_NAMES, TEST_EVENT, Delivery, DeliveryState, Webhook
 
@@ -166,11 +167,17 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None, s
         return None, "", f"{type(exc).__name__}: {reason}"[:500]
 
 
+def _unfinished(delivery_id: int):
+    return rows_to_write(Delivery).filter(pk=delivery_id, state__in=[DeliveryState.PENDING, DeliveryState.RETRYING])
+
+
 def delivery_attempt(*, delivery_id: int) -> tuple[str, float]:
     """One attempt. Returns ("delivered" | "failed" | "retry" | "skipped", seconds to wait before
     the next attempt). Idempotent: a delivery that is already final is skipped."""
-    claimed = Delivery.objects.filter(pk=delivery_id, state__in=[DeliveryState.PENDING, DeliveryState.RETRYING]).update(
-        attempts=F("attempts") + 1, last_attempt_at=timezone.now())
+    # Compare-and-set on the row's own state (rows_to_write): through Delivery.objects (a join to the
+    # webhook's project) PostgreSQL would not re-check the state after waiting for a concurrent final
+    # write's row lock, and a redelivered message would post a delivered event again.
+    claimed = _unfinished(delivery_id).update(attempts=F("attempts") + 1, last_attempt_at=timezone.now())
     if not claimed:
         return "skipped", 0.0
     delivery = Delivery.objects.select_related("webhook").get(pk=delivery_id)
@@ -178,8 +185,7 @@ def delivery_attempt(*, delivery_id: int) -> tuple[str, float]:
     try:
         secret = crypto.decrypt(delivery.webhook.secret_encrypted)
     except crypto.SecretUnreadable as exc:
-        Delivery.objects.filter(pk=delivery_id).update(state=DeliveryState.FAILED, error=str(exc)[:500],
-                                                       next_attempt_at=None)
+        _unfinished(delivery_id).update(state=DeliveryState.FAILED, error=str(exc)[:500], next_attempt_at=None)
         return "failed", 0.0
     body = delivery.body.encode()
     started = time.monotonic()
@@ -200,7 +206,7 @@ def delivery_attempt(*, delivery_id: int) -> tuple[str, float]:
         elif error:
             fields["error"] = f"{error} after {delivery.attempts} attempts"[:500]
         fields.update(state=DeliveryState.FAILED, next_attempt_at=None)
-    Delivery.objects.filter(pk=delivery_id).update(**fields)
+    _unfinished(delivery_id).update(**fields)  # a final state a concurrent attempt wrote stays
     log.info("webhook %s delivery %s (%s) attempt %s: %s", delivery.webhook_id, delivery.uuid, delivery.event,
              delivery.attempts, outcome)
     return outcome, wait

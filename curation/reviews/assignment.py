@@ -26,6 +26,7 @@ from django.utils import timezone
 from almita_web.roles import ADJUDICATOR, ADMIN, ANNOTATOR, has_role, user_roles
 from curation.models import Assignment, AuditEvent, Claim, ItemState, Review, ReviewItem, Skip
 from curation.models.assignments import holding_q
+from projects.scoping import rows_to_write
 
 MODES = {"named": "Each named annotator gets every item", "even": "Distribute evenly",
          "percent": "Distribute by percentage"}
@@ -227,13 +228,14 @@ def release(*, actor, item_ids: Sequence[int], annotators: Sequence[str] = (), s
     released: dict[int, list[str]] = defaultdict(list)
     count = 0
     for chunk in _chunks([i.pk for i in items]):
-        qs = Assignment.objects.filter(item_id__in=chunk, active=True)
+        mine = {"item_id__in": chunk, "active": True}
         if user_ids is not None:
-            qs = qs.filter(annotator_id__in=user_ids)
-        for item_id, name in qs.values_list("item_id", "annotator__username"):
+            mine["annotator_id__in"] = user_ids
+        for item_id, name in Assignment.objects.filter(**mine).values_list("item_id", "annotator__username"):
             released[item_id].append(name)
-        # The same rows: the items' locks keep any assignment on them from starting or ending meanwhile.
-        count += qs.update(active=False, released_at=now)
+        # The same rows: the items' locks keep any assignment on them from starting or ending
+        # meanwhile; `active` is still tested in the UPDATE's own WHERE (rows_to_write).
+        count += rows_to_write(Assignment).filter(**mine).update(active=False, released_at=now)
     AuditEvent.objects.bulk_create(
         [AuditEvent(actor=actor, action=AuditEvent.Action.RELEASE, item_id=item_id, at=now,
                     before={"assigned": sorted(names)}, after={"released": sorted(names)})
@@ -253,11 +255,12 @@ def release_beyond(item: ReviewItem, actor, now) -> int:
     if excess <= 0:
         return 0
     gone = sorted(latest, key=lambda u: (latest[u], u), reverse=True)[:excess]
-    Claim.objects.filter(item=item, annotator_id__in=gone).delete()
+    rows_to_write(Claim).filter(item_id=item.pk, annotator_id__in=gone).delete()
     names = list(Assignment.objects.filter(item=item, active=True, annotator_id__in=gone)
                  .values_list("annotator__username", flat=True))
     if names:
-        Assignment.objects.filter(item=item, active=True, annotator_id__in=gone).update(active=False, released_at=now)
+        rows_to_write(Assignment).filter(item_id=item.pk, active=True, annotator_id__in=gone).update(
+            active=False, released_at=now)
         AuditEvent.objects.create(actor=actor, action=AuditEvent.Action.RELEASE, item=item, at=now,
                                   before={"assigned": sorted(names)},
                                   after={"released": sorted(names), "why": "fewer reviews needed"})

@@ -271,7 +271,7 @@ def _withhold_marked(editor, item: ReviewItem) -> None:
     q = ReviewItem.objects.none()
     for stage in {s for s, _ in targets}:
         q |= ReviewItem.objects.filter(stage=stage, object_id__in=[i for s, i in targets if s == stage])
-    ReviewItem.objects.filter(pk__in=q.filter(withheld=False).values("pk")).update(withheld=True)
+    q.filter(withheld=False).update(withheld=True)  # one table: `withheld` stays in the UPDATE's own WHERE
     children = {(s, i) for s, ids in _children(item.stage, [item.object_id]) for i in ids}
     for child in q.order_by("id"):
         if (child.stage, child.object_id) in children:

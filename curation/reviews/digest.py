@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from curation.models import Notification
+from projects.scoping import rows_to_write
 
 
 def digest_enabled() -> bool:
@@ -31,13 +32,25 @@ def send_digest() -> tuple[int, int]:
     sent = count = 0
     for rows in by_user.values():
         user = rows[0].user
-        lines = [f"- {timezone.localtime(n.created_at):%Y-%m-%d %H:%M} {n.message}" for n in rows]
-        body = (f"Hello {user.get_username()},\n\n{len(rows)} notification(s) since your last digest:\n\n"
-                + "\n".join(lines) + "\n\nOpen Almita Studio's notifications page to mark them read.\n")
         with transaction.atomic():
-            send_mail(subject=f"Almita Studio: {len(rows)} notification(s)", message=body,
-                      from_email=None, recipient_list=[user.email])
-            Notification.objects.filter(pk__in=[n.pk for n in rows]).update(emailed_at=timezone.now())
+            # Lock the rows, still un-mailed, before sending: a digest running beside this one (celery
+            # beat and `manage.py send_digest`) waits here, then finds them e-mailed. One table
+            # (rows_to_write), so PostgreSQL re-checks `emailed_at` after the wait.
+            mine = set(rows_to_write(Notification).select_for_update().filter(
+                pk__in=[n.pk for n in rows], emailed_at__isnull=True).values_list("pk", flat=True))
+            rows = [n for n in rows if n.pk in mine]
+            if not rows:
+                continue
+            _send(user, rows)
+            Notification._base_manager.filter(pk__in=list(mine)).update(emailed_at=timezone.now())
         sent += 1
         count += len(rows)
     return sent, count
+
+
+def _send(user, rows: list[Notification]) -> None:
+    lines = [f"- {timezone.localtime(n.created_at):%Y-%m-%d %H:%M} {n.message}" for n in rows]
+    body = (f"Hello {user.get_username()},\n\n{len(rows)} notification(s) since your last digest:\n\n"
+            + "\n".join(lines) + "\n\nOpen Almita Studio's notifications page to mark them read.\n")
+    send_mail(subject=f"Almita Studio: {len(rows)} notification(s)", message=body,
+              from_email=None, recipient_list=[user.email])

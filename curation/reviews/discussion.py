@@ -25,6 +25,7 @@ from curation.guidance import services as guidance
 from curation.models import AuditEvent, Comment, Flag, ItemState, Notification, Resolution, Review, ReviewItem, Verdict
 from curation.reviews.claims import CurationError, _audit, _review_snapshot
 from curation.reviews import queue
+from projects.scoping import rows_to_write
 
 COMMENT_MAX = 4000
 WAITING = "waiting"
@@ -217,6 +218,8 @@ def unread_count(user) -> int:
 
 
 def mark_read(user) -> int:
-    n = Notification.objects.filter(user=user, read_at__isnull=True).update(read_at=timezone.now())
+    # `read_at IS NULL` in the UPDATE's own WHERE (rows_to_write): a concurrent mark-read's rows
+    # are not counted and stamped again.
+    n = rows_to_write(Notification).filter(user_id=user.pk, read_at__isnull=True).update(read_at=timezone.now())
     cache.delete(_unread_key(user.pk))
     return n

@@ -21,6 +21,7 @@ from curation.reviews.assignment import release_beyond
 from curation.reviews.lineage import STAGE_MODELS, blocked_above, cascade_apply
 from curation.reviews.state import Effective, describe, describe_blind, effective_q, exclusion_reason
 from generation.models import GenerationJob
+from projects.scoping import rows_to_write
 
 PAGE_SIZE = 50
 # The state filters read curation.reviews.state, the one definition of an item's effective state, so an
@@ -259,7 +260,7 @@ def items_bulk(*, actor, stage: str, item_ids: list[int], action: str, required:
             if item.state == ItemState.OPEN:
                 skipped += 1
                 continue
-            Resolution.objects.filter(item=item).delete()
+            rows_to_write(Resolution).filter(item_id=item.pk).delete()
             item.state, item.decision, item.decided_at = ItemState.OPEN, "", None
             item.required_reviews = min(item.review_count + 1, 32767)
             item.save(update_fields=["state", "decision", "decided_at", "required_reviews"])

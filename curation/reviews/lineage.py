@@ -30,6 +30,7 @@ from generation.models import (
     SampledPath,
     Test,
 )
+from projects.scoping import rows_to_write
 
 STAGE_MODELS: dict[str, type[models.Model]] = {
     ReviewStage.PROCEDURE: Procedure,
@@ -237,7 +238,7 @@ def _items_set_excluded(stage: str, ids: list[int], blocked: bool, summary: Coun
     if blocked:
         for item_id, annotator_id in Claim.objects.filter(item_id__in=pks).values_list("item_id", "annotator_id"):
             closed[item_id] += 1
-        Claim.objects.filter(item_id__in=pks).delete()
+        rows_to_write(Claim).filter(item_id__in=pks).delete()
     action = AuditEvent.Action.EXCLUDE if blocked else AuditEvent.Action.RESTORE
     AuditEvent.objects.bulk_create([
         AuditEvent(actor=actor, action=action, item_id=pk,

@@ -3,7 +3,10 @@
 Concurrency contract of the queue: every change to an item's claims, reviews or state happens
 inside one transaction that holds the item's row lock (Postgres: SELECT … FOR UPDATE; SQLite:
 the IMMEDIATE transaction mode takes the database write lock when the block starts). So
-"submitted reviews + active claims ≤ required reviews" holds at every commit.
+"submitted reviews + active claims ≤ required reviews" holds at every commit. Deletes and updates
+of an item's claims, assignments and resolution filter the rows through
+projects.scoping.rows_to_write, whose conditions PostgreSQL re-checks after a lock wait (the
+scoped managers' JOIN would put them in a sub-select it does not re-check).
 
 The reviews package's one door: other curation packages and other apps call what is here (the
 workflows below and the names re-exported from claims, lineage, state and queue), never the
@@ -49,6 +52,7 @@ from curation.reviews.digest import digest_enabled, send_digest  # noqa: F401  (
 from curation.reviews.queue import count_candidates  # noqa: F401  (re-exported)
 from curation.reviews.state import Effective, effective_q, exclusion_reason  # noqa: F401  (re-exported)
 from generation.models import CurationStatus, Test
+from projects.scoping import rows_to_write
 
 
 def _lock_item(item_id: int) -> ReviewItem:
@@ -125,7 +129,7 @@ def review_submit_within(*, annotator, item_id: int, verdict: str, reason_codes:
     item.review_count += 1
     if item.review_count >= item.required_reviews:
         # Every review is in: this claim and any other on the item (a lapsed one) are moot now.
-        Claim.objects.filter(item_id=item.pk).delete()
+        rows_to_write(Claim).filter(item_id=item.pk).delete()
         _conclude(item, annotator)
         webhooks.emit("item.fully_reviewed", item_id=item.pk, stage=item.stage, object_id=item.object_id,
                       state=item.state, decision=item.decision)
@@ -147,7 +151,7 @@ def review_skip(*, annotator, item_id: int, reason: str) -> Skip:
     if Skip.objects.filter(item=item, annotator=annotator).exists():
         raise CurationError("You have already skipped this item.")
     skip = Skip.objects.create(item=item, annotator=annotator, reason=reason[:300])
-    Claim.objects.filter(item=item, annotator=annotator).delete()
+    rows_to_write(Claim).filter(item_id=item.pk, annotator_id=annotator.pk).delete()
     _audit(annotator, AuditEvent.Action.SKIP, item, _item_snapshot(item), {"reason": skip.reason})
     return skip
 

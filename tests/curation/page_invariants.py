@@ -173,7 +173,7 @@ def blind_pair(client: Client, user, item: ReviewItem) -> bool:
     before = _annotator_view(client, item, below)
     sid = transaction.savepoint()
     try:
-        Resolution.objects.filter(item=item).delete()
+        Resolution._base_manager.filter(item=item).delete()  # the item is the project's (a scoped read)
         if agreed:  # → one other reviewer disagrees, the item awaits adjudication
             Review.objects.filter(pk=others[0].pk).update(
                 verdict=Verdict.ACCEPT if own.verdict == Verdict.REJECT else Verdict.REJECT)
