@@ -81,3 +81,24 @@ def test_mark_read_and_release_keep_to_the_current_project():
     assert Assignment._base_manager.get(item=item_b).active
     with use_project(b.pk):
         assert discussion.mark_read(user) == 1
+
+
+@pytest.mark.usefixtures("postgres_only")
+def test_two_digests_side_by_side_mail_a_notification_once(settings):
+    """Celery beat's digest and `manage.py send_digest` at the same time: the second one waits for
+    the first one's row locks, then finds the notification e-mailed."""
+    from django.core import mail
+
+    from curation.reviews import digest
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.ALMITA_DIGEST_EMAIL = True
+    mail.outbox = []
+    project = default_project()
+    user = make_user("reader", ANNOTATOR)
+    user.email = "reader@example.org"
+    user.save(update_fields=["email"])
+    a_notification(user, an_item(project))
+
+    assert race(project.pk, digest.send_digest, digest.send_digest) == ((1, 1), (0, 0))
+    assert len(mail.outbox) == 1
