@@ -33,6 +33,7 @@ from evaluation.services import (
     dispatch_lanes,
     fail_run,
     finish_run,
+    own_rows,
     resume_run,
     start_run,
 )
@@ -225,7 +226,7 @@ def session_run_step(*, run_id: int) -> bool:
         return False
     except (LLMFailed, SS.JudgeOutputError) as exc:
         fields = {"state": ResultState.FAILED, "error": f"{type(exc).__name__}: {exc}"[:2000]}
-    SessionResult.objects.filter(pk=result.pk, state=ResultState.RUNNING, claimed_at=result.claimed_at).update(
+    own_rows(SessionResult).filter(pk=result.pk, state=ResultState.RUNNING, claimed_at=result.claimed_at).update(
         finished_at=timezone.now(), **fields)
     return True
 

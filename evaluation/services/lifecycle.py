@@ -18,6 +18,17 @@ import webhooks
 
 from evaluation.models import ResultState, RunStatus
 
+def own_rows(model):
+    """`model`'s rows for a compare-and-set UPDATE (a claim, a lane's write, a reset), filtered on the
+    row's own columns. The default manager of a result model is scoped through its run's project (a
+    join), which Django writes as `UPDATE ... WHERE id IN (SELECT ... WHERE state = ...)`: under
+    PostgreSQL's READ COMMITTED, an UPDATE that waited for another one's row lock re-checks only its
+    outer WHERE against the changed row, never the sub-select, so two lanes both won the claim of
+    one test and asked the agent twice (tests/evaluation/test_claim_race.py). The pk or run id
+    filtered on comes from a scoped read."""
+    return model._base_manager
+
+
 def lanes_to_dispatch(run) -> int:
     pending = run.results.filter(state=ResultState.PENDING).count()
     return max(1, min(run.concurrency, pending)) if pending else 1
@@ -69,12 +80,13 @@ def resume_run(run, *, stale_calls: int, dispatch_fn) -> tuple[Any, int]:
     """Failed or cancelled: retry unfinished and failed items. Running: pick up items whose lane
     died (claims older than `stale_calls` calls). Returns (run, lanes dispatched)."""
     run = type(run).objects.select_for_update().get(pk=run.pk)
+    results = own_rows(run.results.model).filter(run_id=run.pk)  # a lane may be writing one of them
     if run.status == RunStatus.RUNNING:
-        run.results.filter(state=ResultState.RUNNING, claimed_at__lt=stale_before(stale_calls)).update(
+        results.filter(state=ResultState.RUNNING, claimed_at__lt=stale_before(stale_calls)).update(
             state=ResultState.PENDING, claimed_at=None)
     else:
         run.check_transition(RunStatus.RUNNING)
-        run.results.filter(state__in=[ResultState.RUNNING, ResultState.FAILED]).update(
+        results.filter(state__in=[ResultState.RUNNING, ResultState.FAILED]).update(
             state=ResultState.PENDING, claimed_at=None)
         run.status = RunStatus.RUNNING
         run.error = ""
@@ -96,7 +108,7 @@ def claim_pending(model, run_id: int, *, related: tuple[str, ...] = ()):
         if not candidates:
             return None
         pk = random.choice(candidates)  # spread concurrent lanes over different rows
-        won = model.objects.filter(pk=pk, state=ResultState.PENDING).update(
+        won = own_rows(model).filter(pk=pk, state=ResultState.PENDING).update(
             state=ResultState.RUNNING, claimed_at=timezone.now(), attempts=F("attempts") + 1)
         if won == 1:
             return model.objects.select_related(*related).get(pk=pk)

@@ -37,6 +37,7 @@ from evaluation.services.lifecycle import (
     dispatch_lanes,
     fail_run,
     finish_run,
+    own_rows,
     resume_run,
     start_run,
 )
@@ -190,11 +191,11 @@ def run_step(*, run_id: int, run: EvaluationRun | None = None) -> bool:
         TestResult.objects.filter(pk=result.pk).update(state=ResultState.PENDING, claimed_at=None)
         run_fail(run_id=run_id, error=str(exc))
         return False
-    # Only the lane holding the claim writes; a stale lane that comes back late is ignored. The
-    # run's `done` counter is set when the run finishes (pages count results while it runs), so
-    # lanes never queue on the run row.
-    TestResult.objects.filter(pk=result.pk, state=ResultState.RUNNING,
-                              claimed_at=result.claimed_at).update(finished_at=timezone.now(), **fields)
+    # Only the lane holding the claim writes; a stale lane that comes back late is ignored (the
+    # conditions on the row itself: lifecycle.own_rows). The run's `done` counter is set when the
+    # run finishes (pages count results while it runs), so lanes never queue on the run row.
+    own_rows(TestResult).filter(pk=result.pk, state=ResultState.RUNNING,
+                                claimed_at=result.claimed_at).update(finished_at=timezone.now(), **fields)
     if fields["state"] == ResultState.FAILED and _breaker_tripped(run_id):
         return False
     return True

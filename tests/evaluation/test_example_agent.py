@@ -44,8 +44,9 @@ def test_example_agent_through_the_worker_and_the_runner_gives_the_same_numbers(
         try:
             worker = celery_worker_factory(extra_env={**env, "EXAMPLE_AGENT_API_KEY": "agent-token-1"}, concurrency=3)
             release = make_release()
-            # No retry and a long timeout: on a loaded machine a slow answer retried by the default
-            # (20 s, one retry) asks the model twice and the count below is off by one (seen once).
+            # No retry and a long timeout: a slow answer retried by the default (20 s, one retry) would
+            # ask the model twice. The one count off by one seen here on PostgreSQL was most likely two
+            # lanes claiming one test (tests/evaluation/test_claim_race.py), as in test_worker.py.
             agent_kinds.agent_create_http(name="example", url=url, api_key_env="EXAMPLE_AGENT_API_KEY",
                                           max_concurrency=2, retries=0, timeout=120)
             try:
