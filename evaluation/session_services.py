@@ -33,10 +33,10 @@ from evaluation.services import (
     dispatch_lanes,
     fail_run,
     finish_run,
-    own_rows,
     resume_run,
     start_run,
 )
+from projects.scoping import rows_to_write
 
 USER_STAGE = "session-user"
 JUDGE_STAGE = "session-judge"
@@ -226,7 +226,7 @@ def session_run_step(*, run_id: int) -> bool:
         return False
     except (LLMFailed, SS.JudgeOutputError) as exc:
         fields = {"state": ResultState.FAILED, "error": f"{type(exc).__name__}: {exc}"[:2000]}
-    own_rows(SessionResult).filter(pk=result.pk, state=ResultState.RUNNING, claimed_at=result.claimed_at).update(
+    rows_to_write(SessionResult).filter(pk=result.pk, state=ResultState.RUNNING, claimed_at=result.claimed_at).update(
         finished_at=timezone.now(), **fields)
     return True
 

@@ -39,7 +39,6 @@ from evaluation.services.lifecycle import (  # noqa: F401
     fail_run,
     finish_run,
     lanes_to_dispatch,
-    own_rows,
     resume_run,
     stale_before,
     start_run,

@@ -17,16 +17,7 @@ from django.utils import timezone
 import webhooks
 
 from evaluation.models import ResultState, RunStatus
-
-def own_rows(model):
-    """`model`'s rows for a compare-and-set UPDATE (a claim, a lane's write, a reset), filtered on the
-    row's own columns. The default manager of a result model is scoped through its run's project (a
-    join), which Django writes as `UPDATE ... WHERE id IN (SELECT ... WHERE state = ...)`: under
-    PostgreSQL's READ COMMITTED, an UPDATE that waited for another one's row lock re-checks only its
-    outer WHERE against the changed row, never the sub-select, so two lanes both won the claim of
-    one test and asked the agent twice (tests/evaluation/test_claim_race.py). The pk or run id
-    filtered on comes from a scoped read."""
-    return model._base_manager
+from projects.scoping import rows_to_write
 
 
 def lanes_to_dispatch(run) -> int:
@@ -80,7 +71,8 @@ def resume_run(run, *, stale_calls: int, dispatch_fn) -> tuple[Any, int]:
     """Failed or cancelled: retry unfinished and failed items. Running: pick up items whose lane
     died (claims older than `stale_calls` calls). Returns (run, lanes dispatched)."""
     run = type(run).objects.select_for_update().get(pk=run.pk)
-    results = own_rows(run.results.model).filter(run_id=run.pk)  # a lane may be writing one of them
+    # Compare-and-set: a lane may be writing one of them (projects.scoping.rows_to_write says why).
+    results = rows_to_write(run.results.model).filter(run_id=run.pk)
     if run.status == RunStatus.RUNNING:
         results.filter(state=ResultState.RUNNING, claimed_at__lt=stale_before(stale_calls)).update(
             state=ResultState.PENDING, claimed_at=None)
@@ -108,7 +100,9 @@ def claim_pending(model, run_id: int, *, related: tuple[str, ...] = ()):
         if not candidates:
             return None
         pk = random.choice(candidates)  # spread concurrent lanes over different rows
-        won = own_rows(model).filter(pk=pk, state=ResultState.PENDING).update(
+        # Its conditions in the UPDATE's own WHERE (rows_to_write): with the scoped manager's JOIN,
+        # PostgreSQL let two lanes both win one test (tests/evaluation/test_claim_race.py).
+        won = rows_to_write(model).filter(pk=pk, state=ResultState.PENDING).update(
             state=ResultState.RUNNING, claimed_at=timezone.now(), attempts=F("attempts") + 1)
         if won == 1:
             return model.objects.select_related(*related).get(pk=pk)

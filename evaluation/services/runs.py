@@ -37,12 +37,12 @@ from evaluation.services.lifecycle import (
     dispatch_lanes,
     fail_run,
     finish_run,
-    own_rows,
     resume_run,
     start_run,
 )
 from evaluation.services.reports import run_report
 from generation.pipeline.dialogue_actions import answer_action
+from projects.scoping import rows_to_write
 
 MAX_TRIALS = 20
 # The kinds whose sampling temperature the product sets; an HTTP agent samples as it does.
@@ -192,10 +192,11 @@ def run_step(*, run_id: int, run: EvaluationRun | None = None) -> bool:
         run_fail(run_id=run_id, error=str(exc))
         return False
     # Only the lane holding the claim writes; a stale lane that comes back late is ignored (the
-    # conditions on the row itself: lifecycle.own_rows). The run's `done` counter is set when the
-    # run finishes (pages count results while it runs), so lanes never queue on the run row.
-    own_rows(TestResult).filter(pk=result.pk, state=ResultState.RUNNING,
-                                claimed_at=result.claimed_at).update(finished_at=timezone.now(), **fields)
+    # conditions in the UPDATE's own WHERE: projects.scoping.rows_to_write). The run's `done`
+    # counter is set when the run finishes (pages count results while it runs), so lanes never
+    # queue on the run row.
+    rows_to_write(TestResult).filter(pk=result.pk, state=ResultState.RUNNING,
+                                     claimed_at=result.claimed_at).update(finished_at=timezone.now(), **fields)
     if fields["state"] == ResultState.FAILED and _breaker_tripped(run_id):
         return False
     return True

@@ -8,29 +8,20 @@ outer WHERE against the new row, never the sub-select: both lanes won the claim 
 asked twice for one test (11 requests for 10 tests in the worker tests, no retry recorded).
 
 Deterministic: lane A holds its claim uncommitted until lane B's UPDATE is seen waiting for the
-row lock in pg_stat_activity; then A commits. PostgreSQL only (SQLite serializes writers)."""
+row lock in pg_stat_activity; then A commits (tests/races.py). PostgreSQL only."""
 from __future__ import annotations
 
-import threading
-import time
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from evaluation import services
 from evaluation.models import EvaluationRun, ResultState, RunStatus, TestResult
-from projects.context import use_project
 from tests.evaluation.conftest import make_release
+from tests.races import postgres_only, race  # noqa: F401 - fixture
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _postgres_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("the race is PostgreSQL's READ COMMITTED re-check; SQLite serializes writers")
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("postgres_only")]
 
 
 def one_test_left() -> tuple[EvaluationRun, TestResult]:
@@ -43,74 +34,6 @@ def one_test_left() -> tuple[EvaluationRun, TestResult]:
     rows.exclude(pk=last.pk).update(state=ResultState.DONE)
     run.refresh_from_db()
     return run, last
-
-
-def backend_pid() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        return cursor.fetchone()[0]
-
-
-def wait_until_waiting_for_a_lock(pid_box: list, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pid_box:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid_box[0]])
-                row = cursor.fetchone()
-            if row and row[0] == "Lock":
-                return
-        time.sleep(0.01)
-    raise AssertionError("the second statement never waited for the row lock")
-
-
-def race(project_id: int, first, second) -> tuple[object, object]:
-    """`first()` runs in a transaction that commits only once `second()`, in its own thread and
-    connection, waits for a row lock; returns both results (in the project, as in a worker)."""
-    out: dict[str, object] = {}
-    pid_box: list[int] = []
-    holding, release = threading.Event(), threading.Event()
-
-    def run_first() -> None:
-        try:
-            with use_project(project_id), transaction.atomic():
-                out["first"] = first()
-                holding.set()
-                assert release.wait(30), "never released"
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test thread
-            out["first_error"] = exc
-            holding.set()
-        finally:
-            connections.close_all()
-
-    def run_second() -> None:
-        try:
-            pid_box.append(backend_pid())
-            with use_project(project_id):
-                out["second"] = second()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test thread
-            out["second_error"] = exc
-        finally:
-            connections.close_all()
-
-    a = threading.Thread(target=run_first)
-    a.start()
-    assert holding.wait(30)
-    if "first_error" in out:
-        a.join(30)
-        raise out["first_error"]
-    b = threading.Thread(target=run_second)
-    b.start()
-    try:
-        wait_until_waiting_for_a_lock(pid_box)
-    finally:
-        release.set()
-        a.join(30)
-        b.join(30)
-    for key in ("first_error", "second_error"):
-        if key in out:
-            raise out[key]
-    return out["first"], out["second"]
 
 
 def test_two_lanes_never_both_claim_the_last_test():
