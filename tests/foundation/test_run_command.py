@@ -36,7 +36,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def ignored_signals(pid: int) -> set[int]:
+    """The signals the process ignores (its SigIgn mask in /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            mask = int(line.split()[1], 16)
+            return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+    return set()
+
+
 def start(command: list[str], tmp_path: Path) -> tuple[subprocess.Popen, int, Path]:
+    """Start the command as a terminal starts a foreground job: a session of its own, SIGINT and
+    SIGQUIT at their defaults. A background job of a non-interactive shell (`pytest … &`) starts
+    with both ignored, Popen passes that on, and a shell cannot trap a signal ignored on entry: run.sh
+    would never see the Ctrl-C (seen here: a 30 s hang with SigIgn 0x7 on the script)."""
+    command = ["env", "--default-signal=INT,QUIT", *command]
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in DROPPED}
     env.update({"PORT": str(port), "ALMITA_VAR_DIR": str(tmp_path / "var")})
@@ -130,6 +144,9 @@ class Load:
 def ctrl_c_under_load(proc: subprocess.Popen, port: int, log_path: Path) -> tuple[float, set[int]]:
     """Ctrl-C (SIGINT to the process group, as a terminal sends it) while the machine is loaded."""
     started_processes = descendants(proc.pid)
+    scripts = [pid for pid in started_processes | {proc.pid} if "scripts/run.sh" in " ".join(command_lines({pid}))]
+    assert scripts and all(signal.SIGINT not in ignored_signals(pid) for pid in scripts), \
+        "run.sh ignores SIGINT: the Ctrl-C below cannot reach its trap"
     load = Load(port)
     try:
         time.sleep(1.5)  # the hogs and clients are running and the server is answering them
@@ -145,9 +162,11 @@ def ctrl_c_under_load(proc: subprocess.Popen, port: int, log_path: Path) -> tupl
                 try:
                     state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
                     wchan = Path(f"/proc/{pid}/wchan").read_text()
+                    ignored = [signal.Signals(n).name if n in signal.Signals._value2member_map_ else str(n)
+                               for n in sorted(ignored_signals(pid))]
                 except OSError:
                     continue
-                states.append(f"{pid} {state} {wchan} {' '.join(command_lines({pid}))[:200]}")
+                states.append(f"{pid} {state} {wchan} ignores {ignored} {' '.join(command_lines({pid}))[:200]}")
             os.killpg(proc.pid, signal.SIGKILL)
             for pid in left:
                 try:
