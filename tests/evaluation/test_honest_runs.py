@@ -242,8 +242,8 @@ def test_a_session_with_an_agent_that_gives_no_answer_fails_instead_of_counting_
     """Sessions read answers through the same reader: no answer fails the session (resume asks
     again); before, it was noted as an 'unparseable' turn and the session went on."""
     from evaluation import session_services as SV
-    from tests.evaluation.test_sessions import make_release as make_session_release
-    from tests.evaluation.test_sessions import scripted
+    from tests.evaluation.sessions_script import make_release as make_session_release
+    from tests.evaluation.sessions_script import scripted
 
     fake_openai.set_handler(scripted())
     agent = agent_kinds.agent_create_http(name="down", url=dead_url(), retries=0, timeout=2)

@@ -99,8 +99,8 @@ def test_own_prompt_agent_sends_only_its_prompt_the_conversation_and_the_tools(s
 
 
 def test_a_session_run_with_an_http_agent(db, fake_openai, openai_settings):
-    from tests.evaluation.test_sessions import make_release as make_session_release
-    from tests.evaluation.test_sessions import scripted
+    from tests.evaluation.sessions_script import make_release as make_session_release
+    from tests.evaluation.sessions_script import scripted
 
     def agent(body):
         last = body["messages"][-1]
@@ -223,7 +223,7 @@ def test_session_runs_of_http_agents_through_the_api(researcher, fake_openai, op
                                                       django_capture_on_commit_callbacks):
     from rest_framework.test import APIClient
 
-    from tests.evaluation.test_sessions import make_release as make_session_release
+    from tests.evaluation.sessions_script import make_release as make_session_release
 
     release = make_session_release()
     http = agent_kinds.agent_create_http(name="bot", url="http://127.0.0.1:9/agent")

@@ -17,7 +17,7 @@ from evaluation import session_services as SV
 from evaluation import sessions as SS
 from evaluation.models import AgentMode, RunStatus
 from evaluation.services import agent_create
-from tests.evaluation.test_sessions import LATE, conversation_lines, rows_of, scripted
+from tests.evaluation.sessions_script import LATE, conversation_lines, rows_of, scripted
 from tests.fake_openai import Reply, fake_openai, openai_settings  # noqa: F401 - fixtures
 
 # FlowBench's own toolbox example (appendix, flight booking): plan_code is required, the rest optional.

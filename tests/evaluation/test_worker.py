@@ -56,8 +56,8 @@ def test_evaluate_wait_through_the_worker_gives_the_hand_computed_metrics(celery
 def test_session_run_through_the_worker(celery_worker_factory, settings, capsys):
     """Session lanes on a real Celery worker: the fake server plays user, agent and judge."""
     from evaluation.models import SessionRun
-    from tests.evaluation.test_sessions import make_release as make_session_release
-    from tests.evaluation.test_sessions import scripted
+    from tests.evaluation.sessions_script import make_release as make_session_release
+    from tests.evaluation.sessions_script import scripted
 
     with FakeOpenAI(scripted(), max_concurrency=4) as fake:
         env = point_settings_at(settings, fake)
